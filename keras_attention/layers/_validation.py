@@ -1,0 +1,84 @@
+"""Argument checks shared by the layers. Every error names the argument and
+the value received."""
+
+import numbers
+
+
+def positive_int(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value <= 0
+    ):
+        raise ValueError(
+            f"`{name}` must be a positive int, received: {name}={value!r}"
+        )
+    return int(value)
+
+
+def optional_positive_int(name, value):
+    return None if value is None else positive_int(name, value)
+
+
+def rate(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0.0 <= value < 1.0
+    ):
+        raise ValueError(
+            f"`{name}` must be a float in [0, 1), received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def non_negative_float(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not value >= 0.0
+    ):
+        raise ValueError(
+            f"`{name}` must be a float >= 0, received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def positive_float(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not value > 0.0
+    ):
+        raise ValueError(
+            f"`{name}` must be a float > 0, received: {name}={value!r}"
+        )
+    return float(value)
+
+
+def choice(name, value, allowed):
+    if value not in allowed:
+        raise ValueError(
+            f"`{name}` must be one of {sorted(allowed)}, received: "
+            f"{name}={value!r}"
+        )
+    return value
+
+
+def rank(name, shape, expected_ranks, expected_text):
+    """Check the rank of an input shape, e.g. `rank("query", s, (3,), ...)`."""
+    if len(shape) not in expected_ranks:
+        raise ValueError(
+            f"`{name}` must have shape {expected_text}, received: "
+            f"{name}.shape={tuple(shape)}"
+        )
+
+
+def same_dim(name, shape, axis, expected, expected_text):
+    """Check that a known dimension equals `expected`."""
+    got = shape[axis]
+    if got is not None and expected is not None and got != expected:
+        raise ValueError(
+            f"`{name}` must have {expected_text} = {expected} in its last "
+            f"axis, received: {name}.shape={tuple(shape)}"
+        )

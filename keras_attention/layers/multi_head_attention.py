@@ -1,0 +1,320 @@
+"""`MultiHeadAttention`: Vaswani et al. (2017) multi-head attention.
+
+Letters: B batch, T query length, S key length, N heads, H key size per head,
+V value size per head, D feature size.
+"""
+
+import keras
+from keras import ops
+
+from keras_attention import ops as attention_ops
+from keras_attention.layers import _validation
+
+HEAD_MERGES = ("concat", "mean")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class MultiHeadAttention(keras.layers.Layer):
+    """Multi-head scaled dot-product attention over a query, key and value.
+
+    Each of `num_heads` heads projects the inputs to `key_dim` (queries,
+    keys) and `value_dim` (values), attends, and the heads are merged:
+    `head_merge="concat"` concatenates them and projects back with a learned
+    matrix, as in the paper; `head_merge="mean"` averages the heads' context
+    vectors and then projects them. The weights have the layout of
+    `keras.layers.MultiHeadAttention` (`query`, `key`, `value`,
+    `attention_output` kernels `(D, N, H)`, ..., `(N, V, D)`), so weights can
+    be copied between the two.
+
+    With `diversity_penalty=λ > 0` the layer adds `λ·mean ||A Aᵀ - I||²_F`
+    to its `losses`, where `A` is the `(N, S)` matrix of the heads' weights
+    at a query position (Lin et al., 2017); this pushes heads to attend to
+    different keys.
+
+    Args:
+        num_heads: int, number of heads N.
+        key_dim: int, size H of each head's queries and keys.
+        value_dim: int, size V of each head's values; defaults to `key_dim`.
+        dropout: float in [0, 1), dropout rate on the attention weights.
+        use_bias: bool, whether the projections have biases.
+        output_dim: int, size of the output; defaults to the query's size.
+        head_merge: `"concat"` or `"mean"`.
+        diversity_penalty: float >= 0, the λ above; 0 disables it.
+        kernel_initializer, bias_initializer, kernel_regularizer,
+        bias_regularizer: for the four projections.
+
+    Call arguments:
+        query: `(batch, query_len, query_dim)`.
+        value: `(batch, key_len, value_dim)`.
+        key: `(batch, key_len, key_dim)`; defaults to `value`.
+        padding_mask: `(batch, query_len)` boolean; defaults to the Keras
+            implicit mask of `query`. Padded query rows attend to nothing.
+        key_padding_mask: `(batch, key_len)` boolean; defaults to the Keras
+            implicit mask of `value`.
+        attention_mask: `(batch, query_len, key_len)` boolean.
+        use_causal_mask: bool; query `i` attends to keys `j <= i` (shifted
+            by `cache_update_index` when decoding with a cache).
+        return_attention_scores: bool; also return the weights
+            `(batch, num_heads, query_len, key_len)`.
+        training: bool; enables dropout.
+        cache: optional `(key_cache, value_cache)`, each
+            `(batch, max_len, num_heads, head_size)` of projected keys and
+            values (see `compute_key_value`). With `cache_update_index`, the
+            projections of `key`/`value` are written into the cache at that
+            index and the whole cache is attended (self-attention decoding);
+            without it, the cache is attended as it is and `key`/`value` are
+            ignored (cross-attention with keys computed once).
+        cache_update_index: int or scalar tensor, see `cache`.
+
+    Returns:
+        `output (batch, query_len, output_dim)`; then the weights if
+        `return_attention_scores`; then the updated cache if `cache` was
+        given (a tuple when there is more than one item). Masks are boolean,
+        True meaning "may attend", and are all combined; a query row with
+        every key masked gets zero weights, so its output is finite.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.layers import MultiHeadAttention
+    >>> layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    >>> target = np.ones((2, 3, 8), "float32")
+    >>> source = np.ones((2, 5, 8), "float32")
+    >>> output, scores = layer(target, source, return_attention_scores=True)
+    >>> tuple(output.shape), tuple(scores.shape)
+    ((2, 3, 8), (2, 2, 3, 5))
+
+    References:
+        Vaswani et al. "Attention Is All You Need", NeurIPS 2017, 3.2.2.
+        Lin et al. "A Structured Self-attentive Sentence Embedding", ICLR 2017.
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        key_dim,
+        value_dim=None,
+        dropout=0.0,
+        use_bias=True,
+        output_dim=None,
+        head_merge="concat",
+        diversity_penalty=0.0,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        kernel_regularizer=None,
+        bias_regularizer=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = _validation.positive_int("num_heads", num_heads)
+        self.key_dim = _validation.positive_int("key_dim", key_dim)
+        self.value_dim = _validation.optional_positive_int(
+            "value_dim", value_dim
+        )
+        self.dropout = _validation.rate("dropout", dropout)
+        self.use_bias = bool(use_bias)
+        self.output_dim = _validation.optional_positive_int(
+            "output_dim", output_dim
+        )
+        self.head_merge = _validation.choice(
+            "head_merge", head_merge, HEAD_MERGES
+        )
+        self.diversity_penalty = _validation.non_negative_float(
+            "diversity_penalty", diversity_penalty
+        )
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
+        self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.supports_masking = True
+
+    def _projection(self, name, equation, output_shape, bias_axes):
+        projection = keras.layers.EinsumDense(
+            equation,
+            output_shape=output_shape,
+            bias_axes=bias_axes if self.use_bias else None,
+            kernel_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.kernel_initializer)
+            ),
+            bias_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.bias_initializer)
+            ),
+            kernel_regularizer=self.kernel_regularizer,
+            bias_regularizer=self.bias_regularizer,
+            dtype=self.dtype_policy,
+            name=name,
+        )
+        # The inputs may carry a Keras mask (read once in `call`); letting
+        # the projection pass it on avoids a warning that it is dropped.
+        projection.supports_masking = True
+        return projection
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        key_shape = value_shape if key_shape is None else key_shape
+        for name, shape in (
+            ("query", query_shape), ("value", value_shape), ("key", key_shape)
+        ):
+            _validation.rank(
+                name, shape, (3,), f"(batch, {name}_len, {name}_dim)"
+            )
+        value_dim = self.value_dim or self.key_dim
+        output_dim = self.output_dim or query_shape[-1]
+        heads = self.num_heads
+        # (B, T, D) -> (B, T, N, H)
+        self.query_dense = self._projection(
+            "query", "btd,dnh->btnh", (None, heads, self.key_dim), "nh"
+        )
+        self.query_dense.build(query_shape)
+        self.key_dense = self._projection(
+            "key", "bsd,dnh->bsnh", (None, heads, self.key_dim), "nh"
+        )
+        self.key_dense.build(key_shape)
+        self.value_dense = self._projection(
+            "value", "bsd,dnv->bsnv", (None, heads, value_dim), "nv"
+        )
+        self.value_dense.build(value_shape)
+        if self.head_merge == "concat":
+            # (B, T, N, V) -> (B, T, D)
+            self.output_dense = self._projection(
+                "attention_output", "btnv,nvd->btd", (None, output_dim), "d"
+            )
+            self.output_dense.build(
+                (query_shape[0], query_shape[1], heads, value_dim)
+            )
+        else:
+            # mean over heads (B, T, V) -> (B, T, D)
+            self.output_dense = self._projection(
+                "attention_output", "btv,vd->btd", (None, output_dim), "d"
+            )
+            self.output_dense.build((query_shape[0], query_shape[1], value_dim))
+        self.dropout_layer = keras.layers.Dropout(
+            self.dropout, dtype=self.dtype_policy, name="dropout"
+        )
+
+    def compute_key_value(self, value, key=None):
+        """Project keys and values once, e.g. a cross-attention cache.
+
+        Args:
+            value: `(batch, key_len, value_dim)`.
+            key: `(batch, key_len, key_dim)`; defaults to `value`.
+
+        Returns:
+            `(key (B, S, N, H), value (B, S, N, V))`, usable as `cache`.
+        """
+        key = value if key is None else key
+        return self.key_dense(key), self.value_dense(value)
+
+    def call(
+        self,
+        query,
+        value,
+        key=None,
+        padding_mask=None,
+        key_padding_mask=None,
+        attention_mask=None,
+        use_causal_mask=False,
+        return_attention_scores=False,
+        training=None,
+        cache=None,
+        cache_update_index=None,
+    ):
+        if padding_mask is None:
+            padding_mask = attention_ops.implicit_mask(query)
+        if key_padding_mask is None and cache is None:
+            key_padding_mask = attention_ops.implicit_mask(value)
+
+        projected_query = self.query_dense(query)  # (B, T, N, H)
+        if cache is not None and cache_update_index is None:
+            projected_key, projected_value = cache  # (B, S, N, H), (B, S, N, V)
+        else:
+            projected_key, projected_value = self.compute_key_value(value, key)
+            if cache is not None:
+                key_cache, value_cache = cache
+                start = [0, cache_update_index, 0, 0]
+                projected_key = ops.slice_update(
+                    key_cache, start, ops.cast(projected_key, key_cache.dtype)
+                )
+                projected_value = ops.slice_update(
+                    value_cache, start,
+                    ops.cast(projected_value, value_cache.dtype),
+                )
+                cache = (projected_key, projected_value)
+
+        batch, query_len = query.shape[0], query.shape[1]
+        key_len = projected_key.shape[1]
+        attention_ops.check_mask_shape(
+            "padding_mask", padding_mask, (batch, query_len),
+            "(batch, query_len)",
+        )
+        attention_ops.check_mask_shape(
+            "key_padding_mask", key_padding_mask, (batch, key_len),
+            "(batch, key_len)",
+        )
+        attention_ops.check_mask_shape(
+            "attention_mask", attention_mask, (batch, query_len, key_len),
+            "(batch, query_len, key_len)",
+        )
+        mask = attention_ops.build_attention_mask(
+            ops.shape(projected_query)[1],
+            ops.shape(projected_key)[1],
+            padding_mask=padding_mask,
+            key_padding_mask=key_padding_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            query_offset=0 if cache_update_index is None else cache_update_index,
+        )
+        if mask is not None:
+            mask = ops.expand_dims(mask, 1)  # (B, 1, T, S) over heads
+
+        scores = attention_ops.scaled_dot_product_scores(
+            projected_query, projected_key
+        )  # (B, N, T, S)
+        weights = attention_ops.masked_softmax(scores, mask)
+        if self.diversity_penalty > 0.0:
+            self.add_loss(
+                self.diversity_penalty
+                * attention_ops.head_diversity_penalty(weights, padding_mask)
+            )
+        weights = ops.cast(weights, self.compute_dtype)
+        dropped = self.dropout_layer(weights, training=training)
+        context = attention_ops.weighted_sum(
+            dropped, projected_value
+        )  # (B, T, N, V)
+        if self.head_merge == "mean":
+            context = ops.mean(context, axis=2)  # (B, T, V)
+        output = self.output_dense(context)  # (B, T, D)
+
+        results = (output,)
+        if return_attention_scores:
+            results += (weights,)
+        if cache is not None:
+            results += (cache,)
+        return results[0] if len(results) == 1 else results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "key_dim": self.key_dim,
+                "value_dim": self.value_dim,
+                "dropout": self.dropout,
+                "use_bias": self.use_bias,
+                "output_dim": self.output_dim,
+                "head_merge": self.head_merge,
+                "diversity_penalty": self.diversity_penalty,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+                "kernel_regularizer": keras.regularizers.serialize(
+                    self.kernel_regularizer
+                ),
+                "bias_regularizer": keras.regularizers.serialize(
+                    self.bias_regularizer
+                ),
+            }
+        )
+        return config

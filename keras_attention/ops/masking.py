@@ -1,0 +1,142 @@
+"""Mask building and merging: the one mask contract of the package.
+
+A mask is boolean and `True` means "may attend". Letters used in shapes:
+B batch, T query length, S key length.
+
+- `padding_mask` `(B, T)`: which query positions are real tokens.
+- `key_padding_mask` `(B, S)`: which key positions are real tokens.
+- `attention_mask` `(B, T, S)`: which (query, key) pairs may attend.
+- causal: a flag; query `i` may attend key `j` when `j <= i + query_offset`.
+
+Everything given is combined with a logical AND by `build_attention_mask`.
+"""
+
+from keras import ops
+
+
+def implicit_mask(tensor):
+    """The Keras implicit mask carried by `tensor`, or `None`.
+
+    Keras attaches the mask produced by e.g. `Embedding(mask_zero=True)` to the
+    output tensor as `_keras_mask` (see the Keras masking guide). Implicit
+    masks do not survive a `tf.function` boundary, which is why every layer of
+    this package also takes explicit masks.
+    """
+    return getattr(tensor, "_keras_mask", None)
+
+
+def check_mask_shape(name, mask, expected_shape, expected_text):
+    """Raise a `ValueError` if `mask` does not match `expected_shape`.
+
+    Only dimensions known on both sides are compared, so symbolic shapes
+    with `None` entries pass.
+
+    Args:
+        name: the argument name to report, e.g. `"padding_mask"`.
+        mask: the mask tensor (or `None`, which passes).
+        expected_shape: tuple of ints or `None`.
+        expected_text: how the shape reads in words, e.g.
+            `"(batch, query_len)"`.
+    """
+    if mask is None:
+        return
+    shape = tuple(mask.shape)
+    expected_shape = tuple(expected_shape)
+    mismatch = len(shape) != len(expected_shape) or any(
+        got is not None and want is not None and got != want
+        for got, want in zip(shape, expected_shape)
+    )
+    if mismatch:
+        raise ValueError(
+            f"`{name}` must have shape {expected_text} = {expected_shape}, "
+            f"received: {name}.shape={shape}"
+        )
+
+
+def causal_mask(query_length, key_length, query_offset=0):
+    """A `(T, S)` boolean mask where query `i` sees keys `j <= i + offset`.
+
+    Args:
+        query_length: T, an int or scalar tensor.
+        key_length: S, an int or scalar tensor.
+        query_offset: position of the first query, for incremental decoding
+            (the cache index). An int or scalar tensor.
+
+    Example:
+
+    >>> from keras import ops
+    >>> from keras_attention.ops import causal_mask
+    >>> ops.convert_to_numpy(causal_mask(2, 3, query_offset=1)).astype(int)
+    array([[1, 1, 0],
+           [1, 1, 1]])
+    """
+    query_positions = ops.arange(query_length, dtype="int32") + ops.cast(
+        query_offset, "int32"
+    )
+    key_positions = ops.arange(key_length, dtype="int32")
+    # (T, 1) >= (1, S) -> (T, S)
+    return ops.expand_dims(query_positions, 1) >= ops.expand_dims(
+        key_positions, 0
+    )
+
+
+def merge_masks(*masks):
+    """Logical AND of the masks that are not `None` (broadcasting), or `None`."""
+    merged = None
+    for mask in masks:
+        if mask is None:
+            continue
+        mask = ops.cast(mask, "bool")
+        merged = mask if merged is None else ops.logical_and(merged, mask)
+    return merged
+
+
+def build_attention_mask(
+    query_length,
+    key_length,
+    padding_mask=None,
+    key_padding_mask=None,
+    attention_mask=None,
+    use_causal_mask=False,
+    query_offset=0,
+):
+    """Merge every kind of mask into one boolean `(B|1, T|1, S)` mask.
+
+    Args:
+        query_length: T.
+        key_length: S.
+        padding_mask: `(B, T)` or `None`; False rows attend to nothing.
+        key_padding_mask: `(B, S)` or `None`; False keys are never attended.
+        attention_mask: `(B, T, S)` or `None`.
+        use_causal_mask: whether to add the causal constraint.
+        query_offset: index of the first query for the causal constraint.
+
+    Returns:
+        A boolean tensor broadcastable to `(B, T, S)`, or `None` when no mask
+        was given.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_attention.ops import build_attention_mask
+    >>> mask = build_attention_mask(
+    ...     3, 3, key_padding_mask=np.array([[True, True, False]]),
+    ...     use_causal_mask=True)
+    >>> ops.convert_to_numpy(mask)[0].astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [1, 1, 0]])
+    """
+    query_rows = None
+    if padding_mask is not None:
+        query_rows = ops.expand_dims(ops.cast(padding_mask, "bool"), -1)
+    key_columns = None
+    if key_padding_mask is not None:
+        key_columns = ops.expand_dims(ops.cast(key_padding_mask, "bool"), 1)
+    causal = None
+    if use_causal_mask:
+        causal = ops.expand_dims(
+            causal_mask(query_length, key_length, query_offset), 0
+        )
+    return merge_masks(query_rows, key_columns, attention_mask, causal)

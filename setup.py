@@ -1,0 +1,46 @@
+"""Install keras-attention: `pip install -e ".[dev]"` (the Makefile does it)."""
+
+import pathlib
+import re
+
+from setuptools import find_packages
+from setuptools import setup
+
+HERE = pathlib.Path(__file__).parent
+VERSION = re.search(
+    r'__version__ = "([^"]+)"',
+    (HERE / "keras_attention" / "version.py").read_text(),
+).group(1)
+
+setup(
+    name="keras-attention",
+    version=VERSION,
+    description=(
+        "Attention layers for Keras 3, the models built from them, and the "
+        "path from a trained translator to a TF Serving endpoint."
+    ),
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    license="Apache-2.0",
+    python_requires=">=3.10",
+    packages=find_packages(include=["keras_attention", "keras_attention.*"]),
+    install_requires=[
+        "tensorflow~=2.20.0",
+        "tensorflow-text~=2.20.0",
+        "keras>=3.10",
+        "keras-hub>=0.32",
+    ],
+    extras_require={
+        "dev": [
+            "pytest>=8",
+            "pytest-xdist>=3",
+            "hypothesis>=6.100",
+            "ruff>=0.6",
+        ],
+    },
+    classifiers=[
+        "Programming Language :: Python :: 3",
+        "Intended Audience :: Science/Research",
+        "Topic :: Scientific/Engineering :: Artificial Intelligence",
+    ],
+)
