@@ -181,3 +181,25 @@ def _check_implicit_mask(layer, inputs, call_kwargs, mask_argument,
         np.testing.assert_array_equal(
             keras.ops.convert_to_numpy(propagated), implicit
         )
+
+
+def copy_weights_by_path(source, target, renames=()):
+    """Copy `source`'s weights into `target`, matching weight paths.
+
+    Paths are compared without the top layer's own name, after applying
+    `renames` (pairs of substrings) to the source paths. Every weight of
+    `target` must be matched.
+    """
+
+    def key(path, pairs):
+        path = path.split("/", 1)[1]
+        for old, new in pairs:
+            path = path.replace(old, new)
+        return path
+
+    by_path = {key(w.path, renames): w for w in source.weights}
+    assert len(by_path) == len(source.weights) == len(target.weights)
+    for weight in target.weights:
+        match = by_path[key(weight.path, ())]
+        assert tuple(match.shape) == tuple(weight.shape), weight.path
+        weight.assign(match)

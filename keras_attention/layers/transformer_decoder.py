@@ -205,6 +205,17 @@ class TransformerDecoder(TransformerBlock):
                 encoder_sequence
             )
 
+        batch, target_len = decoder_sequence.shape[0], decoder_sequence.shape[1]
+        attention_ops.check_mask_shape(
+            "decoder_padding_mask", decoder_padding_mask, (batch, target_len),
+            "(batch, target_len)",
+        )
+        if encoder_sequence is not None:
+            attention_ops.check_mask_shape(
+                "encoder_padding_mask", encoder_padding_mask,
+                (batch, encoder_sequence.shape[1]), "(batch, source_len)",
+            )
+
         # Causal self-attention, incremental when a cache is given.
         x = self._pre_norm(decoder_sequence, self.self_attention_layer_norm)
         attended = self.self_attention(

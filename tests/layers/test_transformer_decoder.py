@@ -1,0 +1,158 @@
+"""TransformerDecoder, with KerasHub's decoder as the reference."""
+
+import keras_hub
+import numpy as np
+import pytest
+
+from keras_attention.layers import TransformerDecoder
+from tests.harness import assert_all_close
+from tests.harness import copy_weights_by_path
+from tests.harness import run_layer_test
+
+RNG = np.random.default_rng(3)
+BATCH, TARGET_LEN, SOURCE_LEN, DIM = 2, 5, 6, 8
+TARGET = RNG.normal(size=(BATCH, TARGET_LEN, DIM)).astype("float32")
+SOURCE = RNG.normal(size=(BATCH, SOURCE_LEN, DIM)).astype("float32")
+TARGET_PADDING = np.array([[1] * 5, [1] * 3 + [0] * 2], bool)
+SOURCE_PADDING = np.array([[1] * 6, [1] * 2 + [0] * 4], bool)
+
+
+def test_harness_with_cross_attention():
+    run_layer_test(
+        TransformerDecoder,
+        {"intermediate_dim": 16, "num_heads": 2, "dropout": 0.1},
+        {
+            "decoder_sequence": TARGET,
+            "encoder_sequence": SOURCE,
+            "decoder_padding_mask": TARGET_PADDING,
+            "encoder_padding_mask": SOURCE_PADDING,
+        },
+        call_kwargs={"return_attention_scores": True},
+        expected_output_shape=(BATCH, TARGET_LEN, DIM),
+        mask_argument="decoder_padding_mask",
+    )
+
+
+def test_harness_decoder_only_pre_norm():
+    run_layer_test(
+        TransformerDecoder,
+        {"intermediate_dim": 16, "num_heads": 2, "normalize_first": True},
+        {"decoder_sequence": TARGET, "decoder_padding_mask": TARGET_PADDING},
+        expected_output_shape=(BATCH, TARGET_LEN, DIM),
+        mask_argument="decoder_padding_mask",
+    )
+
+
+def _twins(normalize_first, cross):
+    kwargs = dict(intermediate_dim=16, num_heads=2,
+                  normalize_first=normalize_first)
+    sources = (SOURCE,) if cross else ()
+    ours = TransformerDecoder(**kwargs)
+    ours(TARGET, *sources)
+    hub = keras_hub.layers.TransformerDecoder(**kwargs)
+    hub(TARGET, *sources)
+    for weight in hub.weights:
+        weight.assign(RNG.normal(size=weight.shape).astype("float32") * 0.5)
+    copy_weights_by_path(hub, ours)
+    return ours, hub
+
+
+@pytest.mark.parametrize("normalize_first", [False, True])
+@pytest.mark.parametrize("cross", [True, False], ids=["cross", "self_only"])
+def test_equals_keras_hub_decoder(normalize_first, cross):
+    ours, hub = _twins(normalize_first, cross)
+    masks = dict(decoder_padding_mask=TARGET_PADDING)
+    sources = ()
+    if cross:
+        masks["encoder_padding_mask"] = SOURCE_PADDING
+        sources = (SOURCE,)
+    got = np.array(ours(TARGET, *sources, **masks))
+    want = np.array(hub(TARGET, *sources, **masks))
+    real = TARGET_PADDING
+    np.testing.assert_allclose(got[real], want[real], atol=1e-4)
+
+
+def test_cross_attention_scores_respect_the_source_padding():
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    _, scores = decoder(TARGET, SOURCE, encoder_padding_mask=SOURCE_PADDING,
+                        decoder_padding_mask=TARGET_PADDING,
+                        return_attention_scores=True)
+    scores = np.array(scores)  # (B, N, T, S)
+    assert scores.shape == (BATCH, 2, TARGET_LEN, SOURCE_LEN)
+    assert np.all(scores.transpose(0, 2, 1, 3)[~SOURCE_PADDING[:, None, None]
+                  .repeat(TARGET_LEN, 1).repeat(2, 2)] == 0)
+    rows = scores.sum(-1).transpose(0, 2, 1)  # (B, T, N)
+    np.testing.assert_allclose(rows[TARGET_PADDING], 1.0, atol=1e-6)
+    np.testing.assert_array_equal(rows[~TARGET_PADDING], 0.0)
+
+
+@pytest.mark.parametrize("cross", [True, False], ids=["cross", "self_only"])
+@pytest.mark.parametrize("normalize_first", [False, True])
+def test_cached_decoding_equals_full_pass(cross, normalize_first):
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2,
+                                 normalize_first=normalize_first)
+    sources = (SOURCE,) if cross else ()
+    masks = {"encoder_padding_mask": SOURCE_PADDING} if cross else {}
+    full = decoder(TARGET, *sources, return_attention_scores=cross, **masks)
+    if cross:
+        cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
+    else:
+        cache = decoder.initial_cache(batch_size=BATCH, max_length=TARGET_LEN)
+    steps = []
+    for index in range(TARGET_LEN):
+        step = decoder(
+            TARGET[:, index:index + 1], cache=cache, cache_update_index=index,
+            return_attention_scores=cross, **masks,
+        )
+        cache = step[-1]
+        steps.append(step[:-1])
+    outputs = np.concatenate([np.array(s[0]) for s in steps], axis=1)
+    want = full[0] if cross else full
+    np.testing.assert_allclose(outputs, want, atol=1e-5)
+    if cross:
+        scores = np.concatenate([np.array(s[1]) for s in steps], axis=2)
+        np.testing.assert_allclose(scores, full[1], atol=1e-6)
+
+
+def test_cached_decoding_under_xla():
+    """The step function of a decoding loop compiles and matches eager."""
+    import tensorflow as tf
+
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    full = np.array(decoder(TARGET, SOURCE))
+    cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
+
+    @tf.function(jit_compile=True)
+    def step(token, cache, index):
+        return decoder(token, cache=cache, cache_update_index=index)
+
+    outputs = []
+    for index in range(TARGET_LEN):
+        output, cache = step(TARGET[:, index:index + 1], cache,
+                             tf.constant(index))
+        outputs.append(np.array(output))
+    np.testing.assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
+
+
+def test_bad_calls_say_what_is_wrong():
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    decoder(TARGET, SOURCE)
+    with pytest.raises(ValueError, match="encoder_sequence=None"):
+        decoder(TARGET)
+    with pytest.raises(ValueError, match="cache_update_index=None"):
+        decoder(TARGET, cache=decoder.initial_cache(SOURCE, max_length=5))
+    with pytest.raises(ValueError, match="max_length=0"):
+        decoder.initial_cache(SOURCE, max_length=0)
+    with pytest.raises(ValueError,
+                       match=r"encoder_padding_mask.shape=\(2, 5\)"):
+        decoder(TARGET, SOURCE, encoder_padding_mask=TARGET_PADDING)
+    decoder_only = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    decoder_only(TARGET)
+    with pytest.raises(ValueError, match="without an encoder"):
+        decoder_only(TARGET, SOURCE)
+    with pytest.raises(ValueError, match="no cross-attention"):
+        decoder_only(TARGET, return_attention_scores=True)
+    with pytest.raises(ValueError, match="batch_size=None"):
+        decoder_only.initial_cache(max_length=3)
+    with pytest.raises(ValueError, match=r"decoder_sequence.shape=\(2, 8\)"):
+        TransformerDecoder(intermediate_dim=16, num_heads=2)(TARGET[:, 0])

@@ -1,0 +1,101 @@
+"""TransformerEncoder, with KerasHub's encoder as the reference."""
+
+import keras_hub
+import numpy as np
+import pytest
+
+from keras_attention.layers import TransformerEncoder
+from tests.harness import copy_weights_by_path
+from tests.harness import run_layer_test
+
+RNG = np.random.default_rng(2)
+BATCH, LENGTH, DIM = 2, 5, 8
+INPUTS = RNG.normal(size=(BATCH, LENGTH, DIM)).astype("float32")
+PADDING = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
+
+
+@pytest.mark.parametrize("normalize_first", [False, True])
+def test_harness(normalize_first):
+    run_layer_test(
+        TransformerEncoder,
+        {"intermediate_dim": 16, "num_heads": 2, "dropout": 0.1,
+         "normalize_first": normalize_first, "activation": "gelu"},
+        {"inputs": INPUTS, "padding_mask": PADDING},
+        expected_output_shape=(BATCH, LENGTH, DIM),
+        mask_argument="padding_mask",
+    )
+
+
+@pytest.mark.parametrize("normalize_first", [False, True])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_equals_keras_hub_encoder(normalize_first, activation):
+    kwargs = dict(intermediate_dim=16, num_heads=2, activation=activation,
+                  normalize_first=normalize_first)
+    ours = TransformerEncoder(**kwargs)
+    ours(INPUTS)
+    hub = keras_hub.layers.TransformerEncoder(**kwargs)
+    hub(INPUTS)
+    # Random non-trivial layer norms, so the copy is checked everywhere.
+    for weight in hub.weights:
+        weight.assign(RNG.normal(size=weight.shape).astype("float32") * 0.5)
+    copy_weights_by_path(hub, ours, [("self_attention_layer/",
+                                      "self_attention/")])
+    got, got_scores = ours(INPUTS, padding_mask=PADDING,
+                           return_attention_scores=True)
+    want, want_scores = hub(INPUTS, padding_mask=PADDING,
+                            return_attention_scores=True)
+    np.testing.assert_allclose(
+        np.array(got)[PADDING], np.array(want)[PADDING], atol=1e-4
+    )
+    np.testing.assert_allclose(
+        np.array(got_scores).transpose(0, 2, 1, 3)[PADDING],
+        np.array(want_scores).transpose(0, 2, 1, 3)[PADDING], atol=1e-5,
+    )
+
+
+def test_post_norm_is_the_paper_order():
+    """LayerNorm(x + Sublayer(x)): every output position is normalised."""
+    encoder = TransformerEncoder(intermediate_dim=16, num_heads=2)
+    outputs = np.array(encoder(INPUTS))
+    np.testing.assert_allclose(outputs.mean(-1), 0.0, atol=1e-5)
+    np.testing.assert_allclose(outputs.std(-1), 1.0, atol=1e-2)
+    pre = np.array(TransformerEncoder(intermediate_dim=16, num_heads=2,
+                                      normalize_first=True)(INPUTS))
+    assert np.abs(pre.mean(-1)).max() > 1e-3
+
+
+def test_custom_key_dim_and_causal_mask():
+    encoder = TransformerEncoder(intermediate_dim=16, num_heads=3, key_dim=5)
+    _, scores = encoder(INPUTS, use_causal_mask=True,
+                        return_attention_scores=True)
+    scores = np.array(scores)
+    assert scores.shape == (BATCH, 3, LENGTH, LENGTH)
+    assert np.all(scores[..., np.triu_indices(LENGTH, 1)[0],
+                         np.triu_indices(LENGTH, 1)[1]] == 0)
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"intermediate_dim": 0, "num_heads": 2}, "intermediate_dim=0"),
+        ({"intermediate_dim": 8, "num_heads": -2}, "num_heads=-2"),
+        ({"intermediate_dim": 8, "num_heads": 2, "dropout": 2.0},
+         "dropout=2.0"),
+        ({"intermediate_dim": 8, "num_heads": 2, "layer_norm_epsilon": 0},
+         "layer_norm_epsilon=0"),
+    ],
+)
+def test_bad_constructor_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerEncoder(**kwargs)
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match=r"num_heads=3"):
+        TransformerEncoder(intermediate_dim=8, num_heads=3)(INPUTS)
+    with pytest.raises(ValueError, match=r"inputs.shape=\(2, 8\)"):
+        TransformerEncoder(intermediate_dim=8, num_heads=2)(INPUTS[:, 0])
+    with pytest.raises(ValueError, match=r"padding_mask.shape=\(2, 4\)"):
+        TransformerEncoder(intermediate_dim=8, num_heads=2)(
+            INPUTS, padding_mask=PADDING[:, :4]
+        )

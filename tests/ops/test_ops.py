@@ -1,0 +1,88 @@
+"""The pure-function core, tested without weights."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from keras import ops
+
+from keras_attention.ops import build_attention_mask
+from keras_attention.ops import causal_mask
+from keras_attention.ops import check_mask_shape
+from keras_attention.ops import head_diversity_penalty
+from keras_attention.ops import masked_softmax
+from keras_attention.ops import merge_masks
+
+
+def test_causal_mask_with_offset():
+    mask = np.array(causal_mask(3, 5, query_offset=2))
+    want = np.arange(5)[None, :] <= (np.arange(3)[:, None] + 2)
+    np.testing.assert_array_equal(mask, want)
+
+
+def test_build_attention_mask_is_the_and_of_everything():
+    rng = np.random.default_rng(0)
+    padding = rng.random((2, 4)) > 0.3
+    key_padding = rng.random((2, 4)) > 0.3
+    attention = rng.random((2, 4, 4)) > 0.3
+    mask = np.array(build_attention_mask(
+        4, 4, padding, key_padding, attention, use_causal_mask=True))
+    want = (padding[:, :, None] & key_padding[:, None, :] & attention
+            & np.tril(np.ones((4, 4), bool)))
+    np.testing.assert_array_equal(mask, want)
+    assert build_attention_mask(4, 4) is None
+    assert merge_masks(None, None) is None
+
+
+def test_masked_softmax_matches_softmax_of_kept_entries():
+    rng = np.random.default_rng(1)
+    scores = rng.normal(size=(3, 6)).astype("float32") * 10
+    mask = rng.random((3, 6)) > 0.4
+    mask[:, 0] = True
+    weights = np.array(masked_softmax(scores, mask))
+    for row in range(3):
+        kept = scores[row][mask[row]]
+        want = np.exp(kept - kept.max())
+        np.testing.assert_allclose(weights[row][mask[row]], want / want.sum(),
+                                   rtol=1e-5)
+        assert np.all(weights[row][~mask[row]] == 0)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_masked_softmax_fully_masked_rows_have_zero_values_and_gradients(
+    dtype,
+):
+    scores = tf.Variable(tf.cast(tf.random.normal((2, 4)) * 100, dtype))
+    mask = tf.constant([[True, False, True, False], [False] * 4])
+    with tf.GradientTape() as tape:
+        weights = masked_softmax(scores, mask)
+        total = tf.reduce_sum(weights * tf.range(4, dtype="float32"))
+    gradient = tape.gradient(total, scores)
+    assert weights.dtype == tf.float32
+    np.testing.assert_array_equal(np.array(weights)[1], 0.0)
+    assert np.all(np.isfinite(np.array(tf.cast(gradient, "float32"))))
+
+
+def test_head_diversity_penalty():
+    # Two heads, one-hot on different keys: A A^T = I, penalty 0.
+    disjoint = np.zeros((1, 2, 1, 3), "float32")
+    disjoint[0, 0, 0, 0] = disjoint[0, 1, 0, 2] = 1.0
+    assert float(head_diversity_penalty(disjoint)) == 0.0
+    # Two heads, one-hot on the same key: A A^T = ones, penalty 2.
+    same = np.zeros((1, 2, 1, 3), "float32")
+    same[0, :, 0, 1] = 1.0
+    assert float(head_diversity_penalty(same)) == pytest.approx(2.0)
+    # Padded positions are left out of the mean.
+    both = np.concatenate([disjoint, same], axis=2)  # (1, 2, 2, 3)
+    assert float(head_diversity_penalty(both)) == pytest.approx(1.0)
+    only_first = head_diversity_penalty(both, np.array([[True, False]]))
+    assert float(only_first) == 0.0
+
+
+def test_check_mask_shape_names_the_argument():
+    check_mask_shape("padding_mask", None, (2, 3), "(batch, len)")
+    check_mask_shape("padding_mask", ops.ones((2, 3)), (None, 3), "x")
+    with pytest.raises(ValueError, match=r"padding_mask.shape=\(2, 4\)"):
+        check_mask_shape("padding_mask", ops.ones((2, 4)), (2, 3),
+                         "(batch, len)")
+    with pytest.raises(ValueError, match=r"received: m.shape=\(2,\)"):
+        check_mask_shape("m", ops.ones((2,)), (2, 3), "(batch, len)")
