@@ -8,9 +8,7 @@ import keras
 
 from keras_attention.layers import _validation
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
-from keras_attention.layers.multi_head_self_attention import (
-    MultiHeadSelfAttention,
-)
+from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttention
 
 
 class TransformerBlock(keras.layers.Layer):

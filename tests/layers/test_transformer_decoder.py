@@ -5,7 +5,6 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import TransformerDecoder
-from tests.harness import assert_all_close
 from tests.harness import copy_weights_by_path
 from tests.harness import run_layer_test
 
