@@ -86,8 +86,12 @@ def run_layer_test(
     if expected_output_shape is not None:
         assert tuple(first.shape) == tuple(expected_output_shape)
 
-    # Config round trip.
+    # Config round trip: every constructor argument is in the config.
     config = layer.get_config()
+    for name, value in init_kwargs.items():
+        assert name in config, f"get_config() lacks {name!r}"
+        if isinstance(value, (bool, int, float, str, type(None))):
+            assert config[name] == value, (name, config[name], value)
     clone = layer_cls.from_config(config)
     assert clone.get_config() == config
     clone(**inputs, **call_kwargs)
@@ -111,6 +115,8 @@ def run_layer_test(
         restored = keras.saving.load_model(path)
     assert_all_close(restored(inputs), eager, atol, what=".keras round trip")
 
+    if init_kwargs.get("dropout", 0.0) > 0.0:
+        _check_dropout(layer, inputs, call_kwargs, eager)
     _check_fit(layer_cls, init_kwargs, inputs, call_kwargs)
     for policy in ("mixed_float16", "mixed_bfloat16"):
         _check_mixed_precision(layer_cls, init_kwargs, inputs, call_kwargs,
@@ -119,6 +125,17 @@ def run_layer_test(
         _check_implicit_mask(layer, inputs, call_kwargs, mask_argument,
                              keeps_sequence_length)
     return layer, eager
+
+
+def _check_dropout(layer, inputs, call_kwargs, eager):
+    """Dropout acts in training only."""
+    inference = layer(**inputs, **call_kwargs, training=False)
+    assert_all_close(inference, eager, what="training=False")
+    training = _numpy(layer(**inputs, **call_kwargs, training=True))
+    assert any(
+        not np.allclose(got, want)
+        for got, want in zip(training, _numpy(eager))
+    ), "training=True gave the inference output: dropout is not applied"
 
 
 def _check_fit(layer_cls, init_kwargs, inputs, call_kwargs):

@@ -81,14 +81,23 @@ class AdditiveAttention(ScoreAttention):
         self.score_kernel = kernel("score_kernel", (self.units,))
 
     def score(self, query, key):
+        dtype = query.dtype  # float32: the base class scores in float32
+
+        def weight(variable):
+            return ops.cast(variable, dtype)
+
         # (B, T, Dq) -> (B, T, 1, A) and (B, S, Dk) -> (B, 1, S, A)
-        query_part = ops.expand_dims(ops.matmul(query, self.query_kernel), 2)
-        key_part = ops.expand_dims(ops.matmul(key, self.key_kernel), 1)
+        query_part = ops.expand_dims(
+            ops.matmul(query, weight(self.query_kernel)), 2
+        )
+        key_part = ops.expand_dims(ops.matmul(key, weight(self.key_kernel)), 1)
         hidden = query_part + key_part  # (B, T, S, A)
         if self.bias is not None:
-            hidden = hidden + self.bias
+            hidden = hidden + weight(self.bias)
         # (B, T, S, A) . (A,) -> (B, T, S)
-        return ops.einsum("btsa,a->bts", ops.tanh(hidden), self.score_kernel)
+        return ops.einsum(
+            "btsa,a->bts", ops.tanh(hidden), weight(self.score_kernel)
+        )
 
     def get_config(self):
         config = super().get_config()

@@ -55,7 +55,8 @@ class GeneralAttention(ScoreAttention):
 
     def score(self, query, key):
         # (B, T, Dq) x (Dq, Dk) x (B, S, Dk) -> (B, T, S)
-        projected = ops.einsum("btq,qk->btk", query, self.kernel)
+        kernel = ops.cast(self.kernel, query.dtype)
+        projected = ops.einsum("btq,qk->btk", query, kernel)
         return ops.einsum("btk,bsk->bts", projected, key)
 
     def get_config(self):

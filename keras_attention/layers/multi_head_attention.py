@@ -4,6 +4,8 @@ Letters: B batch, T query length, S key length, N heads, H key size per head,
 V value size per head, D feature size.
 """
 
+import numbers
+
 import keras
 from keras import ops
 
@@ -149,14 +151,65 @@ class MultiHeadAttention(keras.layers.Layer):
         projection.supports_masking = True
         return projection
 
-    def build(self, query_shape, value_shape, key_shape=None):
-        key_shape = value_shape if key_shape is None else key_shape
-        for name, shape in (
-            ("query", query_shape), ("value", value_shape), ("key", key_shape)
-        ):
+    def _check_inputs(self, query_shape, value_shape, key_shape):
+        """Ranks, key/value lengths and, once built, the feature sizes."""
+        shapes = {"query": query_shape, "value": value_shape, "key": key_shape}
+        for name, shape in shapes.items():
             _validation.rank(
                 name, shape, (3,), f"(batch, {name}_len, {name}_dim)"
             )
+        if None not in (key_shape[1], value_shape[1]) and (
+            key_shape[1] != value_shape[1]
+        ):
+            raise ValueError(
+                "`key` and `value` must have the same length, received: "
+                f"key.shape={tuple(key_shape)}, "
+                f"value.shape={tuple(value_shape)}"
+            )
+        if self.built:
+            for name, shape in shapes.items():
+                dense = getattr(self, f"{name}_dense")
+                _validation.same_dim(
+                    name, shape, -1, dense.kernel.shape[0],
+                    f"the `{name}_dim` it was built with",
+                )
+
+    def _check_cache(self, cache, cache_update_index, query_len):
+        if not isinstance(cache, (tuple, list)) or len(cache) != 2:
+            raise ValueError(
+                "`cache` must be a pair (key_cache, value_cache), received: "
+                f"cache of type {type(cache).__name__}"
+            )
+        for name, part, size in zip(
+            ("key_cache", "value_cache"),
+            cache,
+            (self.key_dim, self.value_dim or self.key_dim),
+        ):
+            shape = tuple(part.shape)
+            if len(shape) != 4 or shape[2:] != (self.num_heads, size):
+                raise ValueError(
+                    f"`cache` must hold {name} of shape (batch, max_len, "
+                    f"num_heads, head_size) = (batch, max_len, "
+                    f"{self.num_heads}, {size}), received: "
+                    f"{name}.shape={shape}"
+                )
+        if isinstance(cache_update_index, numbers.Integral) and (
+            query_len is not None
+        ):
+            max_len = cache[0].shape[1]
+            if cache_update_index < 0 or (
+                max_len is not None and cache_update_index + query_len > max_len
+            ):
+                raise ValueError(
+                    f"`cache_update_index` must be in [0, {max_len} - "
+                    f"{query_len}] to write {query_len} position(s) into a "
+                    f"cache of length {max_len}, received: "
+                    f"cache_update_index={cache_update_index}"
+                )
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        key_shape = value_shape if key_shape is None else key_shape
+        self._check_inputs(query_shape, value_shape, key_shape)
         value_dim = self.value_dim or self.key_dim
         output_dim = self.output_dim or query_shape[-1]
         heads = self.num_heads
@@ -218,6 +271,11 @@ class MultiHeadAttention(keras.layers.Layer):
         cache=None,
         cache_update_index=None,
     ):
+        self._check_inputs(
+            query.shape, value.shape, (value if key is None else key).shape
+        )
+        if cache is not None:
+            self._check_cache(cache, cache_update_index, query.shape[1])
         if padding_mask is None:
             padding_mask = attention_ops.implicit_mask(query)
         if key_padding_mask is None and cache is None:
@@ -242,15 +300,15 @@ class MultiHeadAttention(keras.layers.Layer):
 
         batch, query_len = query.shape[0], query.shape[1]
         key_len = projected_key.shape[1]
-        attention_ops.check_mask_shape(
+        padding_mask = attention_ops.check_mask_shape(
             "padding_mask", padding_mask, (batch, query_len),
             "(batch, query_len)",
         )
-        attention_ops.check_mask_shape(
+        key_padding_mask = attention_ops.check_mask_shape(
             "key_padding_mask", key_padding_mask, (batch, key_len),
             "(batch, key_len)",
         )
-        attention_ops.check_mask_shape(
+        attention_mask = attention_ops.check_mask_shape(
             "attention_mask", attention_mask, (batch, query_len, key_len),
             "(batch, query_len, key_len)",
         )

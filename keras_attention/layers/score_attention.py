@@ -15,7 +15,7 @@ class ScoreAttention(keras.layers.Layer):
     """Single-head attention with a pluggable score function.
 
     This base class owns everything but the scores: mask merging, the masked
-    softmax (in float32), dropout on the weights and the weighted sum of the
+    softmax (scores and softmax in float32 under any dtype policy), dropout on the weights and the weighted sum of the
     values. A variant overrides `score(query, key)` (and `build_scorer` when it
     has weights). The variants in this package are `DotAttention`,
     `ScaledDotAttention`, `GeneralAttention` and `AdditiveAttention`.
@@ -64,8 +64,8 @@ class ScoreAttention(keras.layers.Layer):
         self.dropout = _validation.rate("dropout", dropout)
         self.supports_masking = True
 
-    def build(self, query_shape, value_shape, key_shape=None):
-        key_shape = value_shape if key_shape is None else key_shape
+    def _check_inputs(self, query_shape, value_shape, key_shape):
+        """Ranks, key/value lengths and, once built, the feature sizes."""
         _validation.rank(
             "query", query_shape, (2, 3),
             "(batch, query_len, query_dim) or (batch, query_dim)",
@@ -74,16 +74,28 @@ class ScoreAttention(keras.layers.Layer):
             "value", value_shape, (3,), "(batch, key_len, value_dim)"
         )
         _validation.rank("key", key_shape, (3,), "(batch, key_len, key_dim)")
-        if (
-            key_shape[1] is not None
-            and value_shape[1] is not None
-            and key_shape[1] != value_shape[1]
+        if None not in (key_shape[1], value_shape[1]) and (
+            key_shape[1] != value_shape[1]
         ):
             raise ValueError(
                 "`key` and `value` must have the same length, received: "
                 f"key.shape={tuple(key_shape)}, "
                 f"value.shape={tuple(value_shape)}"
             )
+        if self.built:
+            for name, shape, size in (
+                ("query", query_shape, self._query_dim),
+                ("key", key_shape, self._key_dim),
+            ):
+                _validation.same_dim(
+                    name, shape, -1, size,
+                    f"the `{name}_dim` it was built with",
+                )
+
+    def build(self, query_shape, value_shape, key_shape=None):
+        key_shape = value_shape if key_shape is None else key_shape
+        self._check_inputs(query_shape, value_shape, key_shape)
+        self._query_dim, self._key_dim = query_shape[-1], key_shape[-1]
         self.build_scorer(query_shape, key_shape)
         self.dropout_layer = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="dropout"
@@ -115,6 +127,7 @@ class ScoreAttention(keras.layers.Layer):
         training=None,
     ):
         key = value if key is None else key
+        self._check_inputs(query.shape, value.shape, key.shape)
         if padding_mask is None:
             padding_mask = attention_ops.implicit_mask(query)
         if key_padding_mask is None:
@@ -133,7 +146,7 @@ class ScoreAttention(keras.layers.Layer):
                     "`padding_mask` is for a query sequence, received a "
                     f"single query vector: query.shape={tuple(query.shape)}"
                 )
-            attention_ops.check_mask_shape(
+            attention_mask = attention_ops.check_mask_shape(
                 "attention_mask", attention_mask, (batch, key_len),
                 "(batch, key_len)",
             )
@@ -141,15 +154,15 @@ class ScoreAttention(keras.layers.Layer):
             if attention_mask is not None:
                 attention_mask = ops.expand_dims(attention_mask, 1)
         query_len = query.shape[1]
-        attention_ops.check_mask_shape(
+        padding_mask = attention_ops.check_mask_shape(
             "padding_mask", padding_mask, (batch, query_len),
             "(batch, query_len)",
         )
-        attention_ops.check_mask_shape(
+        key_padding_mask = attention_ops.check_mask_shape(
             "key_padding_mask", key_padding_mask, (batch, key_len),
             "(batch, key_len)",
         )
-        attention_ops.check_mask_shape(
+        attention_mask = attention_ops.check_mask_shape(
             "attention_mask", attention_mask, (batch, query_len, key_len),
             "(batch, query_len, key_len)",
         )
@@ -162,7 +175,10 @@ class ScoreAttention(keras.layers.Layer):
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
         )
-        scores = self.score(query, key)  # (B, T, S)
+        # Scores in float32: half-precision dot products overflow easily.
+        scores = self.score(
+            ops.cast(query, "float32"), ops.cast(key, "float32")
+        )  # (B, T, S)
         weights = attention_ops.masked_softmax(scores, mask)
         weights = ops.cast(weights, self.compute_dtype)
         dropped = self.dropout_layer(weights, training=training)

@@ -146,17 +146,40 @@ class TransformerDecoder(TransformerBlock):
                 encoder_sequence
             )
             batch_size = ops.shape(encoder_sequence)[0]
-        elif batch_size is None:
-            raise ValueError(
-                "`initial_cache` needs `batch_size` when there is no "
-                "`encoder_sequence`, received: batch_size=None"
-            )
+        else:
+            batch_size = _validation.positive_int("batch_size", batch_size)
         attention = self.self_attention
         shape = (batch_size, max_length, attention.num_heads,
                  attention.key_dim)
         zeros = ops.zeros(shape, dtype=self.compute_dtype)  # (B, L, N, H)
         cache["self_attention"] = (zeros, zeros)
         return cache
+
+    def _check_masks(self, decoder_sequence, encoder_sequence, cache,
+                     **masks):
+        """Name the decoder's own mask arguments in shape errors."""
+        batch, target_len = decoder_sequence.shape[0], decoder_sequence.shape[1]
+        key_len = target_len
+        if cache is not None:
+            key_len = cache["self_attention"][0].shape[1]
+        source_len = None
+        if cache is not None and "cross_attention" in cache:
+            source_len = cache["cross_attention"][0].shape[1]
+        elif encoder_sequence is not None:
+            source_len = encoder_sequence.shape[1]
+        expected = {
+            "decoder_padding_mask": ((batch, target_len),
+                                     "(batch, target_len)"),
+            "decoder_attention_mask": ((batch, target_len, key_len),
+                                       "(batch, target_len, target_len)"),
+            "encoder_padding_mask": ((batch, source_len),
+                                     "(batch, source_len)"),
+            "encoder_attention_mask": ((batch, target_len, source_len),
+                                       "(batch, target_len, source_len)"),
+        }
+        for name, mask in masks.items():
+            shape, text = expected[name]
+            attention_ops.check_mask_shape(name, mask, shape, text)
 
     def call(
         self,
@@ -205,16 +228,13 @@ class TransformerDecoder(TransformerBlock):
                 encoder_sequence
             )
 
-        batch, target_len = decoder_sequence.shape[0], decoder_sequence.shape[1]
-        attention_ops.check_mask_shape(
-            "decoder_padding_mask", decoder_padding_mask, (batch, target_len),
-            "(batch, target_len)",
+        self._check_masks(
+            decoder_sequence, encoder_sequence, cache,
+            decoder_padding_mask=decoder_padding_mask,
+            decoder_attention_mask=decoder_attention_mask,
+            encoder_padding_mask=encoder_padding_mask,
+            encoder_attention_mask=encoder_attention_mask,
         )
-        if encoder_sequence is not None:
-            attention_ops.check_mask_shape(
-                "encoder_padding_mask", encoder_padding_mask,
-                (batch, encoder_sequence.shape[1]), "(batch, source_len)",
-            )
 
         # Causal self-attention, incremental when a cache is given.
         x = self._pre_norm(decoder_sequence, self.self_attention_layer_norm)

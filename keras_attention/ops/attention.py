@@ -8,8 +8,8 @@ import math
 
 from keras import ops
 
-# A large negative logit for masked positions. Logits are always cast to
-# float32 before masking, so this value is safe under mixed precision.
+# A large negative logit for masked positions. Logits are float32 before
+# masking (`masked_softmax` casts them), so this value is representable.
 _MASKED_LOGIT = -0.7 * 3.4028235e38
 
 
@@ -62,11 +62,15 @@ def scaled_dot_product_scores(query, key, scale=None):
         scale: a float; defaults to `1 / sqrt(H)`.
 
     Returns:
-        `(B, N, T, S)` logits in the dtype of `query`.
+        `(B, N, T, S)` float32 logits (computed in float32 whatever the
+        input dtype, so half precision cannot overflow).
     """
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
-    query = query * ops.cast(scale, query.dtype)
+    # In float32: a float16 dot product of moderately large vectors
+    # overflows to inf, and inf - inf in the softmax is NaN.
+    query = ops.cast(query, "float32") * scale
+    key = ops.cast(key, "float32")
     # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
     return ops.einsum("btnh,bsnh->bnts", query, key)
 

@@ -26,10 +26,11 @@ def implicit_mask(tensor):
 
 
 def check_mask_shape(name, mask, expected_shape, expected_text):
-    """Raise a `ValueError` if `mask` does not match `expected_shape`.
+    """Return `mask` as a tensor; raise a `ValueError` naming `name` if it
+    does not match `expected_shape`.
 
     Only dimensions known on both sides are compared, so symbolic shapes
-    with `None` entries pass.
+    with `None` entries pass. Lists and NumPy arrays are converted.
 
     Args:
         name: the argument name to report, e.g. `"padding_mask"`.
@@ -39,7 +40,9 @@ def check_mask_shape(name, mask, expected_shape, expected_text):
             `"(batch, query_len)"`.
     """
     if mask is None:
-        return
+        return None
+    if not hasattr(mask, "shape"):
+        mask = ops.convert_to_tensor(mask)
     shape = tuple(mask.shape)
     expected_shape = tuple(expected_shape)
     mismatch = len(shape) != len(expected_shape) or any(
@@ -51,6 +54,7 @@ def check_mask_shape(name, mask, expected_shape, expected_text):
             f"`{name}` must have shape {expected_text} = {expected_shape}, "
             f"received: {name}.shape={shape}"
         )
+    return mask
 
 
 def causal_mask(query_length, key_length, query_offset=0):

@@ -246,3 +246,50 @@ def test_bad_inputs_name_what_was_expected_and_received():
     with pytest.raises(ValueError, match="cache_update_index=None"):
         zeros = np.zeros((BATCH, 4, 2, 4), "float32")
         self_attention(TARGET, cache=(zeros, zeros))
+
+
+@pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+def test_half_precision_scores_do_not_overflow(policy):
+    """q.k of large vectors exceeds float16's 65504: scores are float32."""
+    layer = MultiHeadSelfAttention(num_heads=2, key_dim=4, dtype=policy)
+    layer(TARGET)
+    # Weights that make q.k / sqrt(4) reach ~1e6 (inf in float16).
+    layer.set_weights([np.full(w.shape, 0.5, "float32")
+                       for w in layer.get_weights()])
+    output, scores = layer(TARGET * 300, return_attention_scores=True)
+    for tensor in (output, scores):
+        values = np.array(keras.ops.cast(tensor, "float32"))
+        assert np.all(np.isfinite(values)), policy
+
+
+def test_cache_errors_name_the_argument():
+    layer = MultiHeadSelfAttention(num_heads=2, key_dim=4)
+    layer(TARGET)
+    zeros = np.zeros((BATCH, 5, 2, 4), "float32")
+    with pytest.raises(ValueError, match="cache_update_index=9"):
+        layer(TARGET[:, :1], cache=(zeros, zeros), cache_update_index=9)
+    with pytest.raises(ValueError, match="cache_update_index=4"):
+        layer(TARGET[:, :2], cache=(zeros, zeros), cache_update_index=4)
+    with pytest.raises(ValueError, match="cache_update_index=-1"):
+        layer(TARGET[:, :1], cache=(zeros, zeros), cache_update_index=-1)
+    wrong = np.zeros((BATCH, 5, 2, 3), "float32")
+    with pytest.raises(ValueError, match=r"key_cache.shape=\(2, 5, 2, 3\)"):
+        layer(TARGET[:, :1], cache=(wrong, zeros), cache_update_index=0)
+
+
+def test_later_calls_check_shapes_too():
+    layer = MultiHeadAttention(num_heads=2, key_dim=4)
+    layer(TARGET, SOURCE)
+    with pytest.raises(ValueError, match=r"query.shape=\(2, 4, 5\)"):
+        layer(TARGET[..., :5], SOURCE)
+    with pytest.raises(ValueError, match="same length"):
+        layer(TARGET, SOURCE, SOURCE[:, :4])
+    with pytest.raises(ValueError, match="same length"):
+        MultiHeadAttention(num_heads=2, key_dim=4)(TARGET, SOURCE,
+                                                    SOURCE[:, :4])
+
+
+def test_masks_may_be_python_lists():
+    layer = MultiHeadSelfAttention(num_heads=2, key_dim=4)
+    from_list = layer(TARGET, padding_mask=TARGET_PADDING.tolist())
+    assert_all_close(from_list, layer(TARGET, padding_mask=TARGET_PADDING))

@@ -196,3 +196,19 @@ def test_bad_inputs_name_what_was_expected_and_received():
         )
     with pytest.raises(ValueError, match="use_causal_mask"):
         DotAttention()(QUERY[:, 0], VALUE, use_causal_mask=True)
+
+
+@pytest.mark.parametrize("layer_cls, kwargs", LAYERS, ids=IDS)
+def test_half_precision_scores_do_not_overflow(layer_cls, kwargs):
+    layer = layer_cls(**kwargs, dtype="mixed_float16")
+    big = np.full((1, 2, 64), 40.0, "float32")  # q.k = 102400 > 65504
+    context, weights = layer(big, big, return_attention_scores=True)
+    for tensor in (context, weights):
+        assert np.all(np.isfinite(np.array(tensor, "float32")))
+
+
+def test_later_calls_check_feature_sizes():
+    layer = GeneralAttention()
+    layer(QUERY, VALUE)
+    with pytest.raises(ValueError, match=r"query.shape=\(2, 3, 6\)"):
+        layer(np.ones((2, 3, 6), "float32"), VALUE)

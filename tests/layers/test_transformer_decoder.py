@@ -155,3 +155,39 @@ def test_bad_calls_say_what_is_wrong():
         decoder_only.initial_cache(max_length=3)
     with pytest.raises(ValueError, match=r"decoder_sequence.shape=\(2, 8\)"):
         TransformerDecoder(intermediate_dim=16, num_heads=2)(TARGET[:, 0])
+
+
+def test_residual_dropout_is_applied_in_training():
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2, dropout=0.5)
+    decoder(TARGET, SOURCE)
+    decoder.self_attention.dropout_layer.rate = 0.0
+    decoder.cross_attention.dropout_layer.rate = 0.0
+    residual = [decoder.self_attention_dropout, decoder.cross_attention_dropout,
+                decoder.feedforward_dropout]
+    inference = np.array(decoder(TARGET, SOURCE, training=False))
+    for dropout in residual:
+        for other in residual:
+            other.rate = 0.0
+        dropout.rate = 0.5
+        assert not np.allclose(np.array(decoder(TARGET, SOURCE, training=True)),
+                               inference), dropout.name
+
+
+def test_decoder_mask_errors_name_the_decoder_argument():
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    decoder(TARGET, SOURCE)
+    with pytest.raises(ValueError,
+                       match=r"encoder_attention_mask.shape=\(2, 5, 5\)"):
+        decoder(TARGET, SOURCE, encoder_attention_mask=np.ones((2, 5, 5), bool))
+    with pytest.raises(ValueError,
+                       match=r"decoder_attention_mask.shape=\(2, 5, 6\)"):
+        decoder(TARGET, SOURCE, decoder_attention_mask=np.ones((2, 5, 6), bool))
+    cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
+    with pytest.raises(ValueError,
+                       match=r"encoder_padding_mask.shape=\(2, 5\)"):
+        decoder(TARGET[:, :1], cache=cache, cache_update_index=0,
+                encoder_padding_mask=TARGET_PADDING)
+    decoder_only = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    decoder_only(TARGET)
+    with pytest.raises(ValueError, match="batch_size=0"):
+        decoder_only.initial_cache(batch_size=0, max_length=3)

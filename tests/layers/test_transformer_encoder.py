@@ -99,3 +99,19 @@ def test_bad_inputs():
         TransformerEncoder(intermediate_dim=8, num_heads=2)(
             INPUTS, padding_mask=PADDING[:, :4]
         )
+
+
+def test_residual_dropout_is_applied_in_training():
+    """With attention-weight dropout switched off, training still differs:
+    the sub-layer outputs are dropped before the residual sum."""
+    encoder = TransformerEncoder(intermediate_dim=16, num_heads=2, dropout=0.5)
+    encoder(INPUTS)
+    encoder.self_attention.dropout_layer.rate = 0.0
+    inference = np.array(encoder(INPUTS, training=False))
+    for dropout in (encoder.self_attention_dropout, encoder.feedforward_dropout):
+        others = [encoder.self_attention_dropout, encoder.feedforward_dropout]
+        for other in others:
+            other.rate = 0.0
+        dropout.rate = 0.5
+        assert not np.allclose(np.array(encoder(INPUTS, training=True)),
+                               inference), dropout.name
