@@ -2,9 +2,9 @@
 
 For each pair, with the same shapes and copied weights where the layouts
 match: forward+backward time of a compiled training-like step (tf.function),
-median of repeated runs, and the ratio ours / reference (< 1 means we are
-faster). Then incremental decoding: one cached decoder step against
-re-running the whole prefix.
+median of repeated runs timed alternately, and the ratio ours / reference
+(< 1 means we are faster). Then incremental decoding of a whole sequence:
+cached decoder steps against re-running the whole prefix at every step.
 
 Run: `make bench` or `python benchmarks/layers.py [--quick]`.
 """
@@ -26,15 +26,19 @@ from keras_attention.layers import TransformerDecoder  # noqa: E402
 from keras_attention.layers import TransformerEncoder  # noqa: E402
 
 
-def median_seconds(function, repeats, warmup=2):
+def paired_medians(first, second, repeats, warmup=2):
+    """Median seconds of two functions, timed alternately so that drift in
+    the machine's load affects both alike."""
     for _ in range(warmup):
-        function()
-    times = []
+        first()
+        second()
+    times = ([], [])
     for _ in range(repeats):
-        started = time.perf_counter()
-        function()
-        times.append(time.perf_counter() - started)
-    return statistics.median(times)
+        for function, bucket in ((first, times[0]), (second, times[1])):
+            started = time.perf_counter()
+            function()
+            bucket.append(time.perf_counter() - started)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def fwd_bwd(layer, *args, **kwargs):
@@ -51,8 +55,8 @@ def fwd_bwd(layer, *args, **kwargs):
 
 
 def compare(name, ours, reference, repeats):
-    ours_seconds = median_seconds(ours, repeats)
-    reference_seconds = median_seconds(reference, repeats)
+    ours_seconds, reference_seconds = paired_medians(ours, reference,
+                                                     repeats)
     ratio = ours_seconds / reference_seconds
     print(f"{name:<46} {ours_seconds * 1e3:9.2f} {reference_seconds * 1e3:9.2f}"
           f" {ratio:7.2f}")
@@ -66,7 +70,7 @@ def main():
     args = parser.parse_args()
     batch, length, dim, heads = (4, 64, 128, 4) if args.quick else (8, 128,
                                                                    256, 8)
-    repeats = 5 if args.quick else 15
+    repeats = 5 if args.quick else 30
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(batch, length, dim)).astype("float32"))
     source = tf.constant(rng.normal(size=(batch, length, dim)).astype(

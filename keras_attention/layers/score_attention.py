@@ -15,10 +15,11 @@ class ScoreAttention(keras.layers.Layer):
     """Single-head attention with a pluggable score function.
 
     This base class owns everything but the scores: mask merging, the masked
-    softmax (scores and softmax in float32 under any dtype policy), dropout on the weights and the weighted sum of the
-    values. A variant overrides `score(query, key)` (and `build_scorer` when it
-    has weights). The variants in this package are `DotAttention`,
-    `ScaledDotAttention`, `GeneralAttention` and `AdditiveAttention`.
+    softmax (scores and softmax in float32 under any dtype policy), dropout
+    on the weights and the weighted sum of the values. A variant overrides
+    `score(query, key)` (and `build_scorer` when it has weights). The
+    variants in this package are `DotAttention`, `ScaledDotAttention`,
+    `GeneralAttention` and `AdditiveAttention`.
 
     Args:
         dropout: float in [0, 1), dropout rate on the attention weights.

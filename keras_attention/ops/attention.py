@@ -41,16 +41,16 @@ def masked_softmax(scores, mask=None, axis=-1):
            [0. , 0. , 0. ]], dtype=float32)
     """
     scores = ops.cast(scores, "float32")
-    if mask is not None:
-        mask = ops.cast(mask, "bool")
-        scores = ops.where(mask, scores, _MASKED_LOGIT)
-    # exp(x - max) / sum: the softmax, written out so that masked entries
-    # can be zeroed before the sum and an all-masked row sums to 0, not 1.
-    exponentials = ops.exp(scores - ops.max(scores, axis=axis, keepdims=True))
-    if mask is not None:
-        exponentials = exponentials * ops.cast(mask, "float32")
-    total = ops.sum(exponentials, axis=axis, keepdims=True)
-    return exponentials / ops.maximum(total, 1e-30)
+    if scores.shape[axis] == 1:
+        # One key (the first decoding step): weight 1 unless masked.
+        ones = ops.ones_like(scores)
+        return ones if mask is None else ones * ops.cast(mask, "float32")
+    if mask is None:
+        return ops.softmax(scores, axis=axis)
+    mask = ops.cast(mask, "bool")
+    weights = ops.softmax(ops.where(mask, scores, _MASKED_LOGIT), axis=axis)
+    # A fully masked row came out uniform: zero it (and every masked entry).
+    return weights * ops.cast(mask, "float32")
 
 
 def scaled_dot_product_scores(query, key, scale=None):
