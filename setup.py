@@ -29,6 +29,8 @@ setup(
         "tensorflow-text~=2.20.0",
         "keras>=3.10",
         "keras-hub>=0.32",
+        "sentencepiece>=0.2",
+        "sacrebleu>=2.4",
     ],
     extras_require={
         "dev": [

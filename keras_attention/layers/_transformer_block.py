@@ -6,7 +6,7 @@ Letters: B batch, T sequence length, D model size, F intermediate size.
 
 import keras
 
-from keras_attention.layers import _validation
+from keras_attention import _validation
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttention
 

@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from keras_attention.layers import _validation
+from keras_attention import _validation
 from keras_attention.layers.score_attention import ScoreAttention
 
 

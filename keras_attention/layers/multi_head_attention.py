@@ -9,8 +9,8 @@ import numbers
 import keras
 from keras import ops
 
+from keras_attention import _validation
 from keras_attention import ops as attention_ops
-from keras_attention.layers import _validation
 
 HEAD_MERGES = ("concat", "mean")
 
@@ -186,7 +186,10 @@ class MultiHeadAttention(keras.layers.Layer):
             (self.key_dim, self.value_dim or self.key_dim),
         ):
             shape = tuple(part.shape)
-            if len(shape) != 4 or shape[2:] != (self.num_heads, size):
+            if len(shape) != 4 or any(
+                got is not None and got != want
+                for got, want in zip(shape[2:], (self.num_heads, size))
+            ):
                 raise ValueError(
                     f"`cache` must hold {name} of shape (batch, max_len, "
                     f"num_heads, head_size) = (batch, max_len, "
@@ -288,14 +291,12 @@ class MultiHeadAttention(keras.layers.Layer):
             projected_key, projected_value = self.compute_key_value(value, key)
             if cache is not None:
                 key_cache, value_cache = cache
-                start = [0, cache_update_index, 0, 0]
-                projected_key = ops.slice_update(
-                    key_cache, start, ops.cast(projected_key, key_cache.dtype)
-                )
-                projected_value = ops.slice_update(
-                    value_cache, start,
-                    ops.cast(projected_value, value_cache.dtype),
-                )
+                projected_key = attention_ops.update_cache(
+                    key_cache, projected_key, cache_update_index
+                )  # (B, L, N, H)
+                projected_value = attention_ops.update_cache(
+                    value_cache, projected_value, cache_update_index
+                )  # (B, L, N, V)
                 cache = (projected_key, projected_value)
 
         batch, query_len = query.shape[0], query.shape[1]

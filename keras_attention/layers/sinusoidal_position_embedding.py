@@ -3,8 +3,8 @@
 import keras
 from keras import ops
 
+from keras_attention import _validation
 from keras_attention import ops as attention_ops
-from keras_attention.layers import _validation
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

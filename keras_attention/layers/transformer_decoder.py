@@ -7,8 +7,8 @@ N heads, H head size, D model size.
 import keras
 from keras import ops
 
+from keras_attention import _validation
 from keras_attention import ops as attention_ops
-from keras_attention.layers import _validation
 from keras_attention.layers._transformer_block import TransformerBlock
 
 

@@ -2,8 +2,8 @@
 
 import keras
 
+from keras_attention import _validation
 from keras_attention import ops as attention_ops
-from keras_attention.layers import _validation
 from keras_attention.layers._transformer_block import TransformerBlock
 
 

@@ -4,6 +4,7 @@ from keras_attention.ops.attention import head_diversity_penalty
 from keras_attention.ops.attention import masked_softmax
 from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
+from keras_attention.ops.cache import update_cache
 from keras_attention.ops.masking import build_attention_mask
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import check_mask_shape
@@ -21,5 +22,6 @@ __all__ = [
     "merge_masks",
     "scaled_dot_product_scores",
     "sinusoid_table",
+    "update_cache",
     "weighted_sum",
 ]

@@ -86,3 +86,37 @@ def test_check_mask_shape_names_the_argument():
                          "(batch, len)")
     with pytest.raises(ValueError, match=r"received: m.shape=\(2,\)"):
         check_mask_shape("m", ops.ones((2,)), (2, 3), "(batch, len)")
+
+
+@pytest.mark.parametrize("index, count", [(0, 1), (3, 1), (2, 3), (0, 5)])
+def test_update_cache_equals_slice_assignment(index, count):
+    from keras_attention.ops import update_cache
+
+    rng = np.random.default_rng(index)
+    cache = rng.normal(size=(2, 5, 3)).astype("float32")
+    update = rng.normal(size=(2, count, 3)).astype("float32")
+    want = cache.copy()
+    want[:, index:index + count] = update
+    np.testing.assert_array_equal(update_cache(cache, update, index), want)
+    traced = tf.function(update_cache)(cache, update, tf.constant(index))
+    np.testing.assert_array_equal(traced, want)
+
+
+def test_cached_decoding_graph_has_no_xla_only_ops():
+    """Stock TF Serving cannot run XLA-only ops such as
+    XlaDynamicUpdateSlice: the cached decoder step must not contain any."""
+    from keras_attention.layers import TransformerDecoder
+
+    decoder = TransformerDecoder(intermediate_dim=8, num_heads=2)
+    source = tf.zeros((2, 3, 4))
+    decoder(tf.zeros((2, 2, 4)), source)
+    cache = decoder.initial_cache(source, max_length=4)
+    step = tf.function(
+        lambda token, cache, index: decoder(token, cache=cache,
+                                            cache_update_index=index)
+    )
+    graph = step.get_concrete_function(
+        tf.TensorSpec((None, 1, 4)), cache, tf.TensorSpec((), tf.int32)
+    ).graph
+    op_types = {op.type for op in graph.get_operations()}
+    assert not [t for t in op_types if t.startswith("Xla")], op_types

@@ -1,0 +1,257 @@
+"""`TransformerTranslator`: the encoder-decoder of Vaswani et al. (2017).
+
+Letters: B batch, S source length, T target length, L cache length,
+D model size, V vocabulary size.
+"""
+
+import keras
+from keras import ops
+
+from keras_attention import _validation
+from keras_attention.layers import SinusoidalPositionEmbedding
+from keras_attention.layers import TransformerDecoder
+from keras_attention.layers import TransformerEncoder
+
+PRESETS = {
+    # The `make demo` model: learns the embedded corpus in minutes on 2 cores.
+    "tiny": dict(num_layers=2, hidden_dim=128, num_heads=4,
+                 intermediate_dim=256, dropout=0.1),
+    # Multi30k on CPU.
+    "small": dict(num_layers=3, hidden_dim=256, num_heads=4,
+                  intermediate_dim=1024, dropout=0.1),
+    # The paper's base model.
+    "base": dict(num_layers=6, hidden_dim=512, num_heads=8,
+                 intermediate_dim=2048, dropout=0.1),
+}
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerTranslator(keras.Model):
+    """A Transformer translator built from the package's layers.
+
+    Token embeddings scaled by √D plus sinusoidal positions, `num_layers`
+    `TransformerEncoder` and `TransformerDecoder` blocks, and an output
+    projection that is, with `tie_embeddings=True`, the transpose of the
+    target embedding matrix (Press & Wolf, 2017; the paper also shares it).
+    With `share_embeddings=True` (a joint source/target vocabulary) the
+    source and target embeddings are one matrix.
+
+    Args:
+        source_vocabulary_size, target_vocabulary_size: ints.
+        num_layers: blocks in the encoder and in the decoder (N).
+        hidden_dim: model size D.
+        num_heads: attention heads.
+        intermediate_dim: feed-forward size.
+        dropout: dropout rate (embeddings, attention, sub-layers).
+        pad_id: the padding token id; padded positions are masked.
+        tie_embeddings: output projection = target embeddings transposed.
+        share_embeddings: one embedding matrix for source and target
+            (requires equal vocabulary sizes).
+        normalize_first: pre-norm blocks instead of the paper's post-norm.
+
+    Call arguments:
+        inputs: dict with `"encoder_tokens"` `(batch, source_len)` and
+            `"decoder_tokens"` `(batch, target_len)` int tensors.
+        training: bool.
+
+    Returns:
+        float32 logits `(batch, target_len, target_vocabulary_size)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.models import TransformerTranslator
+    >>> model = TransformerTranslator.from_preset(
+    ...     "tiny", source_vocabulary_size=50, target_vocabulary_size=50)
+    >>> logits = model({"encoder_tokens": np.ones((2, 7), "int32"),
+    ...                 "decoder_tokens": np.ones((2, 5), "int32")})
+    >>> tuple(logits.shape)
+    (2, 5, 50)
+    """
+
+    def __init__(
+        self,
+        source_vocabulary_size,
+        target_vocabulary_size,
+        num_layers=6,
+        hidden_dim=512,
+        num_heads=8,
+        intermediate_dim=2048,
+        dropout=0.1,
+        pad_id=0,
+        tie_embeddings=True,
+        share_embeddings=False,
+        normalize_first=False,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.source_vocabulary_size = _validation.positive_int(
+            "source_vocabulary_size", source_vocabulary_size
+        )
+        self.target_vocabulary_size = _validation.positive_int(
+            "target_vocabulary_size", target_vocabulary_size
+        )
+        self.num_layers = _validation.positive_int("num_layers", num_layers)
+        self.hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
+        self.num_heads = _validation.positive_int("num_heads", num_heads)
+        self.intermediate_dim = _validation.positive_int(
+            "intermediate_dim", intermediate_dim
+        )
+        self.dropout = _validation.rate("dropout", dropout)
+        self.pad_id = int(pad_id)
+        self.tie_embeddings = bool(tie_embeddings)
+        self.share_embeddings = bool(share_embeddings)
+        self.normalize_first = bool(normalize_first)
+        if share_embeddings and source_vocabulary_size != target_vocabulary_size:
+            raise ValueError(
+                "`share_embeddings=True` needs equal vocabulary sizes, "
+                f"received: source_vocabulary_size={source_vocabulary_size}, "
+                f"target_vocabulary_size={target_vocabulary_size}"
+            )
+
+        initializer = keras.initializers.RandomNormal(
+            stddev=hidden_dim**-0.5
+        )
+        self.target_embedding = keras.layers.Embedding(
+            target_vocabulary_size, hidden_dim,
+            embeddings_initializer=initializer, name="target_embedding",
+        )
+        self.source_embedding = (
+            self.target_embedding if share_embeddings
+            else keras.layers.Embedding(
+                source_vocabulary_size, hidden_dim,
+                embeddings_initializer=initializer, name="source_embedding",
+            )
+        )
+        self.positions = SinusoidalPositionEmbedding(name="positions")
+        self.embedding_dropout = keras.layers.Dropout(dropout)
+        block = dict(
+            intermediate_dim=intermediate_dim, num_heads=num_heads,
+            dropout=dropout, normalize_first=normalize_first,
+        )
+        self.encoder_blocks = [
+            TransformerEncoder(**block, name=f"encoder_{i}")
+            for i in range(num_layers)
+        ]
+        self.decoder_blocks = [
+            TransformerDecoder(**block, name=f"decoder_{i}")
+            for i in range(num_layers)
+        ]
+        self.final_norms = None
+        if normalize_first:
+            self.final_norms = [
+                keras.layers.LayerNormalization(epsilon=1e-5, name=name)
+                for name in ("encoder_norm", "decoder_norm")
+            ]
+        self.output_projection = None
+        if not tie_embeddings:
+            self.output_projection = keras.layers.Dense(
+                target_vocabulary_size, name="output_projection"
+            )
+
+    @classmethod
+    def from_preset(cls, preset, source_vocabulary_size,
+                    target_vocabulary_size, **overrides):
+        """A model of a named size: `"tiny"`, `"small"` or `"base"`."""
+        _validation.choice("preset", preset, PRESETS)
+        config = {**PRESETS[preset], **overrides}
+        return cls(source_vocabulary_size=source_vocabulary_size,
+                   target_vocabulary_size=target_vocabulary_size, **config)
+
+    def _embed(self, embedding, tokens, start_index=0, training=None):
+        x = embedding(tokens)  # (B, T, D)
+        x = x * ops.cast(self.hidden_dim**0.5, x.dtype)
+        x = x + self.positions(x, start_index=start_index)
+        return self.embedding_dropout(x, training=training)
+
+    def encode(self, encoder_tokens, training=None):
+        """Encoder states `(B, S, D)` and the source padding mask `(B, S)`."""
+        source_mask = ops.not_equal(encoder_tokens, self.pad_id)
+        x = self._embed(self.source_embedding, encoder_tokens,
+                        training=training)
+        for block in self.encoder_blocks:
+            x = block(x, padding_mask=source_mask, training=training)
+        if self.final_norms is not None:
+            x = self.final_norms[0](x)
+        return x, source_mask
+
+    def _logits(self, x):
+        if self.final_norms is not None:
+            x = self.final_norms[1](x)
+        if self.output_projection is not None:
+            logits = self.output_projection(x)
+        else:
+            # (B, T, D) x (V, D) -> (B, T, V)
+            embeddings = ops.cast(self.target_embedding.embeddings, x.dtype)
+            logits = ops.einsum("btd,vd->btv", x, embeddings)
+        return ops.cast(logits, "float32")
+
+    def decode(self, decoder_tokens, memory, source_mask, training=None,
+               return_attention_scores=False):
+        """Logits `(B, T, V)` for a whole target prefix (teacher forcing),
+        and, if asked, the last block's cross-attention `(B, N, T, S)`."""
+        target_mask = ops.not_equal(decoder_tokens, self.pad_id)
+        x = self._embed(self.target_embedding, decoder_tokens,
+                        training=training)
+        for block in self.decoder_blocks:
+            x, scores = block(
+                x, memory, decoder_padding_mask=target_mask,
+                encoder_padding_mask=source_mask,
+                return_attention_scores=True, training=training,
+            )
+        logits = self._logits(x)
+        return (logits, scores) if return_attention_scores else logits
+
+    def call(self, inputs, training=None):
+        memory, source_mask = self.encode(inputs["encoder_tokens"], training)
+        return self.decode(inputs["decoder_tokens"], memory, source_mask,
+                           training)
+
+    def initial_cache(self, memory, max_length):
+        """Per-block decoder caches for `max_length` target positions: the
+        cross-attention keys/values of `memory` are computed here, once."""
+        return {
+            block.name: block.initial_cache(memory, max_length=max_length)
+            for block in self.decoder_blocks
+        }
+
+    def decode_step(self, tokens, index, cache, source_mask):
+        """One incremental step.
+
+        Args:
+            tokens: `(B, 1)` the tokens at position `index`.
+            index: scalar int, the position (cache index).
+            cache: from `initial_cache` or the previous step.
+            source_mask: `(B, S)` from `encode`.
+
+        Returns:
+            `(logits (B, V), cache, cross_attention (B, N, S))` with the
+            last block's cross-attention weights.
+        """
+        x = self._embed(self.target_embedding, tokens, start_index=index)
+        new_cache = {}
+        for block in self.decoder_blocks:
+            x, scores, new_cache[block.name] = block(
+                x, encoder_padding_mask=source_mask, cache=cache[block.name],
+                cache_update_index=index, return_attention_scores=True,
+            )
+        return self._logits(x)[:, 0], new_cache, scores[:, :, 0]
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "source_vocabulary_size": self.source_vocabulary_size,
+                "target_vocabulary_size": self.target_vocabulary_size,
+                "num_layers": self.num_layers,
+                "hidden_dim": self.hidden_dim,
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "dropout": self.dropout,
+                "pad_id": self.pad_id,
+                "tie_embeddings": self.tie_embeddings,
+                "share_embeddings": self.share_embeddings,
+                "normalize_first": self.normalize_first,
+            }
+        )
+        return config

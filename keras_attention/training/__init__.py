@@ -1,0 +1,15 @@
+"""Training: strategy from the environment, schedule, losses, callbacks."""
+
+from keras_attention.training.losses import MaskedAccuracy
+from keras_attention.training.losses import MaskedCrossentropy
+from keras_attention.training.schedule import TransformerSchedule
+from keras_attention.training.strategy import describe
+from keras_attention.training.strategy import strategy_from_environment
+
+__all__ = [
+    "MaskedAccuracy",
+    "MaskedCrossentropy",
+    "TransformerSchedule",
+    "describe",
+    "strategy_from_environment",
+]

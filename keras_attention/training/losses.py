@@ -1,0 +1,84 @@
+"""Label-smoothed cross-entropy and accuracy with padding masked out.
+
+Letters: B batch, T target length, V vocabulary size.
+"""
+
+import keras
+import tensorflow as tf
+from keras import ops
+
+from keras_attention import _validation
+
+
+def _per_token_crossentropy(labels, logits, label_smoothing):
+    """`(B, T)` label-smoothed cross-entropy of integer labels."""
+    log_probs = ops.log_softmax(ops.cast(logits, "float32"), axis=-1)
+    labels = ops.cast(labels, "int32")
+    # (B, T, V) gathered at the labels -> (B, T)
+    target = ops.squeeze(
+        ops.take_along_axis(log_probs, ops.expand_dims(labels, -1), axis=-1),
+        -1,
+    )
+    uniform = ops.mean(log_probs, axis=-1)
+    return -((1.0 - label_smoothing) * target + label_smoothing * uniform)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class MaskedCrossentropy(keras.losses.Loss):
+    """Sparse cross-entropy from logits with label smoothing, averaged over
+    the non-padding target tokens of the *global* batch.
+
+    Under a `tf.distribute` strategy each replica returns its token-loss sum
+    divided by the token count of all replicas, so the gradients summed
+    across replicas are those of the global mean, and the loss equals the
+    single-device loss for the same global batch, however the tokens are
+    split between replicas.
+
+    Args:
+        label_smoothing: float in [0, 1), 0.1 in the paper. The smoothed
+            target puts `label_smoothing` uniformly over the vocabulary.
+        pad_id: the label id to ignore.
+    """
+
+    def __init__(self, label_smoothing=0.1, pad_id=0, name="masked_crossentropy",
+                 **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.label_smoothing = _validation.rate(
+            "label_smoothing", label_smoothing
+        )
+        self.pad_id = int(pad_id)
+
+    def call(self, y_true, y_pred):
+        mask = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")
+        losses = _per_token_crossentropy(y_true, y_pred, self.label_smoothing)
+        local_sum = ops.sum(losses * mask)
+        count = ops.sum(mask)
+        context = tf.distribute.get_replica_context()
+        if context is not None and context.num_replicas_in_sync > 1:
+            count = context.all_reduce(tf.distribute.ReduceOp.SUM, count)
+        return local_sum / ops.maximum(count, 1.0)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({"label_smoothing": self.label_smoothing,
+                       "pad_id": self.pad_id})
+        return config
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class MaskedAccuracy(keras.metrics.Mean):
+    """Token accuracy over the non-padding labels."""
+
+    def __init__(self, pad_id=0, name="accuracy", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.pad_id = int(pad_id)
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        mask = ops.cast(ops.not_equal(y_true, self.pad_id), "float32")
+        predicted = ops.cast(ops.argmax(y_pred, axis=-1), "int32")
+        correct = ops.cast(ops.equal(predicted, ops.cast(y_true, "int32")),
+                           "float32")
+        return super().update_state(correct, sample_weight=mask)
+
+    def get_config(self):
+        return {**super().get_config(), "pad_id": self.pad_id}
