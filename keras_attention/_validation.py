@@ -82,3 +82,10 @@ def same_dim(name, shape, axis, expected, expected_text):
             f"`{name}` must have {expected_text} = {expected} in its last "
             f"axis, received: {name}.shape={tuple(shape)}"
         )
+
+
+def positive_int_or_tensor(name, value):
+    """A positive int, or a tensor (checked only when it is a Python value)."""
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return value
+    return positive_int(name, value)

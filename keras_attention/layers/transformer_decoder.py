@@ -134,7 +134,7 @@ class TransformerDecoder(TransformerBlock):
             raise ValueError(
                 "Call the layer once (or `build` it) before `initial_cache`."
             )
-        max_length = _validation.positive_int("max_length", max_length)
+        max_length = _validation.positive_int_or_tensor("max_length", max_length)
         cache = {}
         if self.cross_attention is not None:
             if encoder_sequence is None:
@@ -147,7 +147,7 @@ class TransformerDecoder(TransformerBlock):
             )
             batch_size = ops.shape(encoder_sequence)[0]
         else:
-            batch_size = _validation.positive_int("batch_size", batch_size)
+            batch_size = _validation.positive_int_or_tensor("batch_size", batch_size)
         attention = self.self_attention
         shape = (batch_size, max_length, attention.num_heads,
                  attention.key_dim)

@@ -1,5 +1,7 @@
 """Training: strategy from the environment, schedule, losses, callbacks."""
 
+from keras_attention.training.bleu import BleuCallback
+from keras_attention.training.bleu import corpus_bleu
 from keras_attention.training.losses import MaskedAccuracy
 from keras_attention.training.losses import MaskedCrossentropy
 from keras_attention.training.schedule import TransformerSchedule
@@ -7,6 +9,8 @@ from keras_attention.training.strategy import describe
 from keras_attention.training.strategy import strategy_from_environment
 
 __all__ = [
+    "BleuCallback",
+    "corpus_bleu",
     "MaskedAccuracy",
     "MaskedCrossentropy",
     "TransformerSchedule",

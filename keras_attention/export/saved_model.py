@@ -1,0 +1,60 @@
+"""`export_translator`: write `BASE/NAME/VERSION/` for TensorFlow Serving."""
+
+import pathlib
+import re
+
+import tensorflow as tf
+
+from keras_attention.export.translator_module import TranslatorModule
+
+
+def next_version(model_directory):
+    """1 + the largest integer-named version folder (1 when there is none)."""
+    model_directory = pathlib.Path(model_directory)
+    versions = [
+        int(p.name) for p in model_directory.glob("*")
+        if p.is_dir() and re.fullmatch(r"\d+", p.name)
+    ]
+    return max(versions, default=0) + 1
+
+
+def export_translator(module, base_path, name="translator", version=None):
+    """Save a `TranslatorModule` as a SavedModel at `BASE/NAME/VERSION/`.
+
+    Signatures: `serving_default` (`text: string [batch]` ->
+    `translation: string [batch]`) and `translate_with_attention` (also the
+    output tokens and pieces, the source pieces, the cross-attention and
+    whether each input was truncated).
+
+    Args:
+        module: a `TranslatorModule`.
+        base_path: TF Serving's `--model_base_path` parent.
+        name: the model name (TF Serving's `--model_name`).
+        version: a positive int; defaults to one more than the newest.
+
+    Returns:
+        The path written.
+    """
+    if not isinstance(module, TranslatorModule):
+        raise ValueError("`module` must be a TranslatorModule, received: "
+                         f"{type(module).__name__}")
+    model_directory = pathlib.Path(base_path) / name
+    if version is None:
+        version = next_version(model_directory)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+        raise ValueError(f"`version` must be a positive int, received: "
+                         f"version={version!r}")
+    path = model_directory / str(version)
+    if path.exists():
+        raise FileExistsError(f"{path} exists; choose another `version`")
+    signatures = {
+        "serving_default": module.translate.get_concrete_function(),
+        "translate_with_attention":
+            module.translate_with_attention.get_concrete_function(),
+    }
+    # Write to a temporary folder and rename, so a server watching the base
+    # path never sees a half-written version.
+    staging = model_directory / f".{version}.partial"
+    tf.saved_model.save(module, str(staging), signatures=signatures)
+    staging.rename(path)
+    return path
