@@ -12,7 +12,7 @@ install: $(STAMP)
 
 $(STAMP): setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,official]"
 	touch $(STAMP)
 
 demo: $(STAMP)

@@ -32,6 +32,9 @@ setup(
         "sentencepiece>=0.2",
         "sacrebleu>=2.4",
     ],
+    entry_points={
+        "console_scripts": ["keras-attention=keras_attention.cli:main"],
+    },
     extras_require={
         "dev": [
             "pytest>=8",
@@ -39,6 +42,8 @@ setup(
             "hypothesis>=6.100",
             "ruff>=0.6",
         ],
+        # Beam search (sequence_beam_search with the GNMT length penalty).
+        "official": ["tf-models-official==2.20.0"],
     },
     classifiers=[
         "Programming Language :: Python :: 3",

@@ -19,13 +19,16 @@ from keras_attention.text.tokenizer import PAD_ID
 
 def output_length(encoder_tokens, length_ratio=1.5, length_offset=10,
                   max_length=256):
-    """The longest output to decode for a source batch (a scalar tensor)."""
-    source_length = tf.shape(encoder_tokens)[1]
-    length = tf.cast(
-        tf.math.ceil(length_ratio * tf.cast(source_length, tf.float32)),
-        tf.int32,
-    ) + length_offset
-    return tf.minimum(length, max_length)
+    """The longest output to decode for each source `(B,)` int32:
+    `min(ceil(ratio * real source length) + offset, max_length)`.
+
+    Each row's limit depends on its own length only, so a sentence decodes
+    the same alone and in a batch."""
+    source_length = tf.reduce_sum(
+        tf.cast(tf.not_equal(encoder_tokens, PAD_ID), tf.float32), axis=1
+    )
+    length = tf.cast(tf.math.ceil(length_ratio * source_length), tf.int32)
+    return tf.minimum(length + length_offset, max_length)
 
 
 def _check(length_ratio, length_offset, max_length):
@@ -54,8 +57,9 @@ def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
     encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
     batch = tf.shape(encoder_tokens)[0]
     source_length = tf.shape(encoder_tokens)[1]
-    limit = output_length(encoder_tokens, length_ratio, length_offset,
-                          max_length)
+    limits = output_length(encoder_tokens, length_ratio, length_offset,
+                           max_length)  # (B,)
+    limit = tf.reduce_max(limits)
     memory, source_mask = model.encode(encoder_tokens)
     cache = model.initial_cache(memory, limit)
 
@@ -63,6 +67,7 @@ def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
         logits, cache, scores = model.decode_step(token[:, None], index, cache,
                                                   source_mask)
         chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
+        done = done | (index >= limits)  # each row stops at its own limit
         chosen = tf.where(done, PAD_ID, chosen)
         tokens = tokens.write(index, chosen)
         attention = attention.write(index, tf.reduce_mean(scores, axis=1))
@@ -111,35 +116,51 @@ def beam_search_decode(model, encoder_tokens, beam_size=4, alpha=0.6,
     _check(length_ratio, length_offset, max_length)
     beam_size = _validation.positive_int("beam_size", beam_size)
     encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
-    batch = tf.shape(encoder_tokens)[0]
-    limit = output_length(encoder_tokens, length_ratio, length_offset,
-                          max_length)
-    memory, source_mask = model.encode(encoder_tokens)
-    # Every cache leaf is float32 with a leading batch axis (beam search
-    # tiles and reorders them per beam).
-    cache = {
-        "decoder": model.initial_cache(memory, limit),
-        "source_mask": tf.cast(source_mask, tf.float32),
-    }
+    limits = output_length(encoder_tokens, length_ratio, length_offset,
+                           max_length)  # (B,)
 
-    def symbols_to_logits(ids, index, cache):
-        source_mask = cache["source_mask"] > 0.5
-        logits, decoder_cache, _ = model.decode_step(
-            ids[:, -1:], index, cache["decoder"], source_mask
+    def search_one(args):
+        """Beam search of one sentence with its own length limit, so the
+        result does not depend on the rest of the batch."""
+        source, limit = args
+        real = tf.reduce_sum(tf.cast(tf.not_equal(source, PAD_ID), tf.int32))
+        source = source[None, : tf.maximum(real, 1)]  # (1, S)
+        memory, source_mask = model.encode(source)
+        # Every cache leaf is float32 with a leading batch axis (beam search
+        # tiles and reorders them per beam).
+        cache = {
+            "decoder": model.initial_cache(memory, limit),
+            "source_mask": tf.cast(source_mask, tf.float32),
+        }
+
+        def symbols_to_logits(ids, index, cache):
+            source_mask = cache["source_mask"] > 0.5
+            logits, decoder_cache, _ = model.decode_step(
+                ids[:, -1:], index, cache["decoder"], source_mask
+            )
+            return logits, {"decoder": decoder_cache,
+                            "source_mask": cache["source_mask"]}
+
+        sequences, _ = beam_search.sequence_beam_search(
+            symbols_to_logits,
+            initial_ids=tf.fill([1], BOS_ID),
+            initial_cache=cache,
+            vocab_size=model.target_vocabulary_size,
+            beam_size=beam_size,
+            alpha=alpha,
+            max_decode_length=limit,
+            eos_id=EOS_ID,
+            padded_decode=False,
+            dtype="float32",
         )
-        return logits, {"decoder": decoder_cache,
-                        "source_mask": cache["source_mask"]}
+        best = sequences[0, 0, 1:]  # best beam, without BOS
+        return tf.pad(best, [[0, max_length - tf.shape(best)[0]]])
 
-    sequences, _ = beam_search.sequence_beam_search(
-        symbols_to_logits,
-        initial_ids=tf.fill([batch], BOS_ID),
-        initial_cache=cache,
-        vocab_size=model.target_vocabulary_size,
-        beam_size=beam_size,
-        alpha=alpha,
-        max_decode_length=limit,
-        eos_id=EOS_ID,
-        padded_decode=False,
-        dtype="float32",
+    tokens = tf.map_fn(
+        search_one, (encoder_tokens, limits),
+        fn_output_signature=tf.TensorSpec([max_length], tf.int32),
+    )  # (B, max_length)
+    width = tf.reduce_max(
+        tf.reduce_sum(tf.cast(tf.not_equal(tokens, PAD_ID), tf.int32), 1)
     )
-    return sequences[:, 0, 1:]  # best beam, without BOS
+    return tokens[:, :width]

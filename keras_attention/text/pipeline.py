@@ -82,6 +82,10 @@ def make_dataset(
     max_length = _validation.positive_int("max_length", max_length)
     batch_size = _validation.positive_int("batch_size", batch_size)
     _validation.choice("overlong", overlong, ("drop", "truncate"))
+    bucket_width = _validation.positive_int("bucket_width", bucket_width)
+    if tokens_per_batch is not None:
+        tokens_per_batch = _validation.positive_int("tokens_per_batch",
+                                                    tokens_per_batch)
     if max_length < 2:
         raise ValueError(f"`max_length` must be >= 2, received: "
                          f"max_length={max_length}")

@@ -19,7 +19,7 @@ PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
 def train_sentencepiece(sentences, vocabulary_size, model_type="unigram",
-                        max_sentences=2_000_000, seed=0):
+                        max_sentences=2_000_000):
     """Train a SentencePiece model on an iterable of strings.
 
     Ids 0-3 are reserved: pad, unk, bos, eos. The text is NFKC-normalised.
@@ -30,8 +30,8 @@ def train_sentencepiece(sentences, vocabulary_size, model_type="unigram",
             distinct pieces gets a smaller vocabulary.
         model_type: `"unigram"` or `"bpe"`.
         max_sentences: sample at most this many sentences for training.
-        seed: accepted for reproducibility of the calling code; SentencePiece
-            training is deterministic for the same input.
+
+    Training is deterministic: the same sentences give the same model.
 
     Returns:
         The serialized model (`bytes`).
@@ -45,6 +45,17 @@ def train_sentencepiece(sentences, vocabulary_size, model_type="unigram",
         raise ValueError("`sentences` must hold some non-empty text, "
                          "received: no non-empty sentence")
     model = io.BytesIO()
+    try:
+        _train(sentences, model, vocabulary_size, model_type, max_sentences)
+    except RuntimeError as error:
+        raise ValueError(
+            "SentencePiece could not train with "
+            f"vocabulary_size={vocabulary_size}: {error}"
+        ) from error
+    return model.getvalue()
+
+
+def _train(sentences, model, vocabulary_size, model_type, max_sentences):
     sentencepiece.SentencePieceTrainer.train(
         sentence_iterator=iter(sentences),
         model_writer=model,
@@ -59,7 +70,6 @@ def train_sentencepiece(sentences, vocabulary_size, model_type="unigram",
         num_threads=2,
         minloglevel=2,
     )
-    return model.getvalue()
 
 
 class SubwordTokenizer(tf.Module):
@@ -68,6 +78,11 @@ class SubwordTokenizer(tf.Module):
     Args:
         model: serialized SentencePiece model bytes (see
             `train_sentencepiece`), with pad/unk/bos/eos at ids 0/1/2/3.
+
+    The tensorflow-text op keeps the model in a TensorFlow resource of the
+    eager context: `keras.utils.set_random_seed`, `tf.random.set_seed` and
+    `keras.backend.clear_session` reset that context and free it. Seed
+    first, then create tokenizers (`keras_attention.translator.train` does).
 
     Example:
 
@@ -88,7 +103,13 @@ class SubwordTokenizer(tf.Module):
                 f"received: {type(model).__name__}"
             )
         self.model = model
-        processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+        try:
+            processor = sentencepiece.SentencePieceProcessor(model_proto=model)
+        except RuntimeError as error:
+            raise ValueError(
+                "`model` must be the bytes of a SentencePiece model, "
+                f"received {len(model)} bytes that are not: {error}"
+            ) from error
         special = (processor.pad_id(), processor.unk_id(), processor.bos_id(),
                    processor.eos_id())
         if special != (PAD_ID, UNK_ID, BOS_ID, EOS_ID):
@@ -108,10 +129,11 @@ class SubwordTokenizer(tf.Module):
     def detokenize(self, ids):
         """Ragged or dense `(batch, None)` ids -> `(batch,)` strings.
 
-        Special ids (pad, bos, eos) are dropped."""
+        Pad, BOS and EOS are dropped; an unknown piece shows as " ⁇ "."""
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.RaggedTensor.from_tensor(ids)
-        ids = tf.ragged.boolean_mask(ids, ids > EOS_ID)
+        control = (ids == PAD_ID) | (ids == BOS_ID) | (ids == EOS_ID)
+        ids = tf.ragged.boolean_mask(ids, tf.logical_not(control))
         return self._tokenizer.detokenize(ids)
 
     def id_to_piece(self, ids):

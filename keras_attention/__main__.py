@@ -1,0 +1,7 @@
+"""`python -m keras_attention ...` is the `keras-attention` command."""
+
+import sys
+
+from keras_attention.cli import main
+
+sys.exit(main())

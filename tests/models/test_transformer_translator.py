@@ -1,0 +1,98 @@
+"""TransformerTranslator: structure, weight tying, cached step == full pass."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.models import PRESETS
+from keras_attention.models import TransformerTranslator
+
+RNG = np.random.default_rng(0)
+SOURCE = RNG.integers(4, 30, size=(2, 6)).astype("int32")
+SOURCE[1, 4:] = 0
+TARGET = RNG.integers(4, 30, size=(2, 5)).astype("int32")
+TARGET[0, 0] = TARGET[1, 0] = 2  # BOS
+TARGET[1, 3:] = 0
+
+
+def small(**kwargs):
+    config = dict(source_vocabulary_size=30, target_vocabulary_size=30,
+                  num_layers=2, hidden_dim=16, num_heads=2,
+                  intermediate_dim=32, dropout=0.0)
+    config.update(kwargs)
+    model = TransformerTranslator(**config)
+    model({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    return model
+
+
+@pytest.mark.parametrize("normalize_first", [False, True])
+def test_cached_steps_equal_the_teacher_forced_pass(normalize_first):
+    model = small(normalize_first=normalize_first)
+    memory, source_mask = model.encode(SOURCE)
+    full, scores = model.decode(TARGET[:1], memory[:1], source_mask[:1],
+                                return_attention_scores=True)
+    cache = model.initial_cache(memory[:1], max_length=TARGET.shape[1])
+    for index in range(TARGET.shape[1]):
+        logits, cache, step_scores = model.decode_step(
+            TARGET[:1, index:index + 1], index, cache, source_mask[:1]
+        )
+        np.testing.assert_allclose(logits, full[:, index], atol=1e-4)
+        np.testing.assert_allclose(step_scores, np.array(scores)[:, :, index],
+                                   atol=1e-5)
+
+
+def test_tied_and_shared_embeddings():
+    tied = small(share_embeddings=True)
+    names = [w.path for w in tied.weights]
+    assert sum("embedding" in n for n in names) == 1, names
+    assert not any("output_projection" in n for n in names)
+    # Logits are the last hidden states times the embedding matrix.
+    untied = small(tie_embeddings=False)
+    assert any("output_projection" in w.path for w in untied.weights)
+    assert len(untied.weights) == len(tied.weights) + 2 + 1  # proj + 2nd emb
+
+
+def test_padding_does_not_change_real_positions():
+    model = small()
+    logits = np.array(model({"encoder_tokens": SOURCE,
+                             "decoder_tokens": TARGET}))
+    wider = np.pad(SOURCE, [(0, 0), (0, 3)])
+    logits_wide = np.array(model({"encoder_tokens": wider,
+                                  "decoder_tokens": TARGET}))
+    np.testing.assert_allclose(logits, logits_wide, atol=1e-5)
+
+
+def test_presets_and_config_round_trip():
+    assert PRESETS["base"] == dict(num_layers=6, hidden_dim=512, num_heads=8,
+                                   intermediate_dim=2048, dropout=0.1)
+    model = TransformerTranslator.from_preset("tiny", 40, 40)
+    clone = TransformerTranslator.from_config(model.get_config())
+    assert clone.get_config() == model.get_config()
+    with pytest.raises(ValueError, match="preset='huge'"):
+        TransformerTranslator.from_preset("huge", 40, 40)
+
+
+def test_mixed_precision_logits_are_float32():
+    keras.config.set_dtype_policy("mixed_float16")
+    model = small()
+    logits = model({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    assert keras.backend.standardize_dtype(logits.dtype) == "float32"
+    assert np.all(np.isfinite(np.array(logits)))
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_layers": 0}, "num_layers=0"),
+        ({"dropout": 1.0}, "dropout=1.0"),
+        ({"share_embeddings": True, "target_vocabulary_size": 31},
+         "target_vocabulary_size=31"),
+    ],
+)
+def test_bad_arguments(kwargs, message):
+    config = dict(source_vocabulary_size=30, target_vocabulary_size=30,
+                  num_layers=1, hidden_dim=16, num_heads=2,
+                  intermediate_dim=32)
+    config.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        TransformerTranslator(**config)

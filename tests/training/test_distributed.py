@@ -1,0 +1,290 @@
+"""Training under tf.distribute strategies equals one-device training.
+
+`MaskedCrossentropy` returns each replica's token-loss sum divided by the
+token count of the *global* batch, and Keras sums the replicas' gradients,
+so a step on a global batch split between replicas should give the same
+update as one device on the whole batch. `distributed_run.py` trains the
+same seeded tiny model on the same global batches in subprocesses:
+
+- `default`: one CPU device;
+- `mirrored`: a `MirroredStrategy` over the CPU split into two logical
+  devices;
+- `multiworker`: two processes with a `TF_CONFIG` naming both (loopback
+  ports), each with one replica, using `strategy_from_environment()`.
+
+Tolerances: the losses agree to float32 rounding (~1e-7 relative
+measured). The weights agree to ~1e-7 except the attention key biases:
+softmax is invariant to them, so their gradients are rounding noise that
+Adam normalises into ~1e-6 steps whose sign depends on the summation
+order; hence `atol=1e-5` (one Adam step here moves a weight by ~1e-3).
+
+Keras reports, after each step, the mean over the replicas of each
+replica's running mean; for the token accuracy (and for the loss when a
+batch is split unevenly) that differs from the global value, so accuracy is
+compared at the end of the epoch, where Keras reads the summed metric
+variables.
+"""
+
+import contextlib
+import fcntl
+import json
+import os
+import pathlib
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from keras_attention.text import train_sentencepiece
+from keras_attention.text.synthetic import generate_pairs
+
+HELPER = pathlib.Path(__file__).with_name("distributed_run.py")
+TIMEOUT = 300  # seconds for all the runs together
+RUNS = {  # name: (mode, scenarios, worker index)
+    "default": ("default", "even,uneven,clipped", None),
+    "mirrored": ("mirrored", "even,uneven,clipped,tokens", None),
+    "worker0": ("multiworker", "even_unpatched,even,uneven", 0),
+    "worker1": ("multiworker", "even_unpatched,even,uneven", 1),
+}
+LOSS_RTOL = 1e-5
+WEIGHT_TOLERANCE = dict(rtol=1e-4, atol=1e-5)
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    with contextlib.ExitStack() as stack:
+        for sock in sockets:
+            stack.enter_context(sock)
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in sockets]
+
+
+def launch(directory):
+    """Run every mode at once; {name: result dict or error text}."""
+    tokenizer = directory / "tokenizer.model"
+    sentences = [text for pair in generate_pairs(256, 0) for text in pair]
+    tokenizer.write_bytes(train_sentencepiece(sentences, 200))
+    ports = free_ports(2)
+    cluster = {"worker": [f"127.0.0.1:{port}" for port in ports]}
+    environ = {k: v for k, v in os.environ.items() if k != "TF_CONFIG"}
+    environ.update(TF_CPP_MIN_LOG_LEVEL="3", PYTHONUNBUFFERED="1")
+    processes = {}
+    for name, (mode, scenarios, index) in RUNS.items():
+        command = [sys.executable, str(HELPER), mode,
+                   str(tokenizer), str(directory / f"{name}.json"),
+                   "--scenarios", scenarios]
+        env = dict(environ)
+        if index is not None:
+            command.append("--patch-keras-reduce")
+            env["TF_CONFIG"] = json.dumps(
+                {"cluster": cluster, "task": {"type": "worker", "index": index}}
+            )
+        log = open(directory / f"{name}.log", "w")
+        processes[name] = (subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env,
+        ), log)
+    deadline = time.monotonic() + TIMEOUT
+    results = {}
+    try:
+        for process, _ in processes.values():
+            try:
+                process.wait(timeout=max(1.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    finally:
+        for name, (process, log) in processes.items():
+            timed_out = process.poll() is None
+            if timed_out:
+                process.kill()
+                process.wait(timeout=30)
+            log.close()
+            output = directory / f"{name}.json"
+            if process.returncode == 0 and output.exists():
+                results[name] = json.loads(output.read_text())
+            else:
+                tail = (directory / f"{name}.log").read_text()[-3000:]
+                why = (f"timed out after {TIMEOUT}s" if timed_out
+                       else f"exit code {process.returncode}")
+                results[name] = f"{name} run {why}:\n{tail}"
+    return results
+
+
+@pytest.fixture(scope="module")
+def runs(request, tmp_path_factory):
+    """The runs' results, computed once per session (also under xdist,
+    where the first worker to get the lock runs them for the others)."""
+    if not hasattr(request.config, "workerinput"):
+        directory = tmp_path_factory.mktemp("distributed")
+        return launch(directory)
+    shared = tmp_path_factory.getbasetemp().parent / "distributed"
+    shared.mkdir(exist_ok=True)
+    with open(shared / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "results.json"
+        if not done.exists():
+            done.write_text(json.dumps(launch(shared)))
+        return json.loads(done.read_text())
+
+
+def scenario(runs, mode, name):
+    """One scenario of one mode, or a failure with the run's log/error."""
+    mode = "worker0" if mode == "multiworker" else mode  # the chief
+    run = runs[mode]
+    if isinstance(run, str):
+        pytest.fail(run)
+    result = run["scenarios"][name]
+    if result["error"]:
+        pytest.fail(f"{mode} {name}: fit raised {result['error']}")
+    return result
+
+
+def assert_losses_equal(actual, expected):
+    for key in ("step_losses", "mean_losses"):
+        np.testing.assert_allclose(actual[key], expected[key],
+                                   rtol=LOSS_RTOL, err_msg=key)
+
+
+def assert_weights_equal(actual, expected):
+    got, want = np.load(actual["weights"]), np.load(expected["weights"])
+    assert got.files == want.files
+    for key in want.files:
+        np.testing.assert_allclose(got[key], want[key], err_msg=key,
+                                   **WEIGHT_TOLERANCE)
+
+
+def test_each_mode_has_its_strategy(runs):
+    for mode, strategy in [
+        ("default", "_DefaultDistributionStrategy with 1 replica(s)"),
+        ("mirrored", "MirroredStrategy with 2 replica(s)"),
+        ("worker0", "CollectiveAllReduceStrategy with 2 replica(s)"),
+        ("worker1", "CollectiveAllReduceStrategy with 2 replica(s)"),
+    ]:
+        if isinstance(runs[mode], str):
+            pytest.fail(runs[mode])
+        assert runs[mode]["strategy"] == strategy
+
+
+@pytest.mark.parametrize("name", ["even", "uneven"])
+def test_every_mode_sees_the_same_global_batches(runs, name):
+    expected = scenario(runs, "default", name)["shapes"]
+    batches = {"even": [16] * 5, "uneven": [16, 15, 13, 16, 15]}[name]
+    assert [encoder[0] for encoder, _ in expected] == batches
+    # Variable lengths: each batch is padded to its longest sequence.
+    assert len({encoder[1] for encoder, _ in expected}) > 1
+    for mode in ("mirrored", "worker0", "worker1"):
+        assert scenario(runs, mode, name)["shapes"] == expected, mode
+
+
+@pytest.mark.parametrize("mode", ["mirrored", "multiworker"])
+def test_even_batches_train_like_one_device(runs, mode):
+    expected = scenario(runs, "default", "even")
+    actual = scenario(runs, mode, "even")
+    print(f"default losses: {expected['step_losses']}")
+    print(f"{mode} losses: {actual['step_losses']}")
+    # It trains: the equality below is not that of a model left alone.
+    assert expected["step_losses"][-1] < expected["step_losses"][0] - 0.3
+    assert_losses_equal(actual, expected)
+    np.testing.assert_allclose(
+        [actual["epoch"]["loss"], actual["epoch"]["accuracy"]],
+        [expected["epoch"]["loss"], expected["epoch"]["accuracy"]],
+        rtol=LOSS_RTOL,
+    )
+    assert_weights_equal(actual, expected)
+
+
+def test_multiworker_workers_agree(runs):
+    chief, other = scenario(runs, "worker0", "even"), scenario(
+        runs, "worker1", "even"
+    )
+    for key in ("step_losses", "mean_losses", "accuracy", "epoch"):
+        assert chief[key] == other[key], key
+    assert_weights_equal(other, chief)
+
+
+@pytest.mark.parametrize("mode", ["mirrored", "multiworker"])
+def test_uneven_batches_train_like_one_device(runs, mode):
+    """Global batches of 15 and 13 pairs: one replica gets a pair more;
+    the gradients are still those of the global mean."""
+    expected = scenario(runs, "default", "uneven")
+    actual = scenario(runs, mode, "uneven")
+    assert_weights_equal(actual, expected)
+    np.testing.assert_allclose(actual["epoch"]["accuracy"],
+                               expected["epoch"]["accuracy"],
+                               rtol=LOSS_RTOL)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="losses.py:51-59: the loss Keras tracks is each replica's value "
+           "times the replica count, weighted by the replica's batch size "
+           "(backend/tensorflow/trainer.py train_step); with the global "
+           "token count as denominator that is the global loss only when "
+           "every replica gets as many sentences, so under a strategy the "
+           "reported loss (history, progress bar) is off for unevenly split "
+           "batches, e.g. every bucket's last partial batch in train()",
+)
+@pytest.mark.parametrize("mode", ["mirrored", "multiworker"])
+def test_uneven_batches_report_the_one_device_loss(runs, mode):
+    expected = scenario(runs, "default", "uneven")
+    actual = scenario(runs, mode, "uneven")
+    print(f"{mode} epoch loss {actual['epoch']['loss']}, one device "
+          f"{expected['epoch']['loss']}")
+    np.testing.assert_allclose(actual["epoch"]["loss"],
+                               expected["epoch"]["loss"], rtol=LOSS_RTOL)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="translator.py:216-219 passes clipnorm to Keras's Adam, which "
+           "clips each replica's partial gradient before the cross-replica "
+           "sum (base_optimizer._backend_apply_gradients clips, then "
+           "TFOptimizer._backend_update_step all-reduces), so with "
+           "clipping active train() under a strategy differs from one "
+           "device",
+)
+def test_clipped_gradients_train_like_one_device(runs):
+    expected = scenario(runs, "default", "clipped")
+    actual = scenario(runs, "mirrored", "clipped")
+    # Clipping is active: the losses differ from the unclipped run.
+    assert abs(expected["step_losses"][-1]
+               - scenario(runs, "default", "even")["step_losses"][-1]) > 1e-3
+    print(f"default clipped losses: {expected['step_losses']}")
+    print(f"mirrored clipped losses: {actual['step_losses']}")
+    assert_losses_equal(actual, expected)
+    assert_weights_equal(actual, expected)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="strategy.py:30 returns a MultiWorkerMirroredStrategy, but Keras "
+           "3 fit() cannot train under it: _maybe_symbolic_build reduces "
+           "the (dict, labels) batch structure, which the collective "
+           "reduce rejects, and reduce_per_replica reduces the scalar logs "
+           "with axis=0 (both worked around by --patch-keras-reduce), so "
+           "train() with a TF_CONFIG naming several workers fails",
+)
+def test_multiworker_fit_works_without_patching_keras(runs):
+    expected = scenario(runs, "default", "even")
+    actual = scenario(runs, "multiworker", "even_unpatched")
+    assert_losses_equal(actual, expected)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="translator.py:195-196 and pipeline.py:127-129: with "
+           "tokens_per_batch the global batch is "
+           "(tokens_per_batch * replicas) // length sentences, often not a "
+           "multiple of the replica count; Keras 3 fit() reduces the first "
+           "batch across replicas (AddN of an [3, T] and a [2, T] tensor) "
+           "and fails, and later uneven batches misreport the loss",
+)
+def test_tokens_per_batch_batches_split_between_replicas(runs):
+    run = runs["mirrored"]
+    if isinstance(run, str):
+        pytest.fail(run)
+    result = run["scenarios"]["tokens"]
+    sizes = [encoder[0] for encoder, _ in result["shapes"]]
+    assert result["error"] is None, f"global batches of {sizes} sentences"

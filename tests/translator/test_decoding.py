@@ -1,0 +1,108 @@
+"""Greedy and beam decoding with the cache, against uncached decoding."""
+
+import numpy as np
+import tensorflow as tf
+
+from keras_attention.decoding import beam_search_decode
+from keras_attention.decoding import greedy_decode
+from keras_attention.text import BOS_ID
+from keras_attention.text import EOS_ID
+from keras_attention.text import synthetic
+
+SENTENCES = [pair[0] for pair in synthetic.generate_pairs(8, seed=7)]
+
+
+def _source(translator):
+    return translator.module.encode_text(tf.constant(SENTENCES))[0]
+
+
+def _until_eos(row):
+    """The output up to and including EOS, without padding."""
+    row = list(row)
+    row = row[: row.index(EOS_ID) + 1] if EOS_ID in row else row
+    return [token for token in row if token != 0]
+
+
+def test_cached_greedy_equals_uncached_greedy(trained):
+    translator, _ = trained
+    model = translator.model
+    source = _source(translator)
+    tokens, attention = greedy_decode(model, source, max_length=40)
+    tokens = tokens.numpy()
+    # Uncached: re-run the whole decoder on the prefix at every step.
+    prefix = np.full((len(SENTENCES), 1), BOS_ID, "int32")
+    for _ in range(tokens.shape[1]):
+        logits = model({"encoder_tokens": source, "decoder_tokens": prefix})
+        prefix = np.concatenate(
+            [prefix, np.argmax(logits[:, -1], -1)[:, None].astype("int32")], 1
+        )
+    for cached, uncached in zip(tokens, prefix[:, 1:]):
+        # Each row stops at EOS or at its own length limit.
+        cached = _until_eos(cached)
+        assert cached == list(uncached[: len(cached)])
+    assert len({tuple(_until_eos(r)) for r in tokens}) > 1, "degenerate model"
+    rows = attention.numpy().sum(-1)  # (B, T): each step attends once
+    real = tokens != 0
+    np.testing.assert_allclose(rows[real], 1.0, atol=1e-4)
+
+
+def test_greedy_in_a_graph_equals_eager(trained):
+    translator, _ = trained
+    source = _source(translator)
+    eager, _ = greedy_decode(translator.model, source, max_length=40)
+    graph = tf.function(
+        lambda s: greedy_decode(translator.model, s, max_length=40)[0],
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
+    )
+    np.testing.assert_array_equal(graph(source), eager)
+
+
+def test_beam_width_one_is_greedy(trained):
+    translator, _ = trained
+    source = _source(translator)
+    greedy, _ = greedy_decode(translator.model, source, max_length=40)
+    beam = beam_search_decode(translator.model, source, beam_size=1,
+                              alpha=0.0, max_length=40)
+    for g, b in zip(greedy.numpy(), beam.numpy()):
+        assert _until_eos(g) == _until_eos(b)
+
+
+def test_beam_search_in_a_graph_equals_eager_and_is_well_formed(trained):
+    translator, _ = trained
+    source = _source(translator)
+    eager = beam_search_decode(translator.model, source, beam_size=4,
+                               alpha=0.6, max_length=40).numpy()
+    graph = tf.function(
+        lambda s: beam_search_decode(translator.model, s, beam_size=4,
+                                     alpha=0.6, max_length=40),
+        input_signature=[tf.TensorSpec([None, None], tf.int32)],
+    )
+    np.testing.assert_array_equal(graph(source), eager)
+    for row in eager:
+        row = list(row)
+        if EOS_ID in row:  # nothing but padding after EOS, no BOS anywhere
+            assert set(row[row.index(EOS_ID) + 1:]) <= {0}
+        assert BOS_ID not in row
+
+
+def test_output_length_limits_are_per_sentence():
+    from keras_attention.decoding import output_length
+
+    source = tf.constant([[5] * 10, [5] * 4 + [0] * 6])
+    assert output_length(source, 1.5, 10, 256).numpy().tolist() == [25, 16]
+    assert output_length(source, 1.5, 10, 20).numpy().tolist() == [20, 16]
+
+
+def test_a_sentence_decodes_the_same_alone_and_in_a_batch(trained):
+    translator, _ = trained
+    source = _source(translator).numpy()
+    for decode in (
+        lambda s: greedy_decode(translator.model, s, max_length=40)[0],
+        lambda s: beam_search_decode(translator.model, s, beam_size=3,
+                                     max_length=40),
+    ):
+        together = decode(source).numpy()
+        for row, sentence in enumerate(source):
+            real = sentence[sentence != 0][None]
+            alone = decode(real).numpy()[0]
+            assert _until_eos(alone) == _until_eos(together[row])

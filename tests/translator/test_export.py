@@ -1,0 +1,110 @@
+"""The exported SavedModel == the in-memory translator, in a process that
+imports only tensorflow and tensorflow_text."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.cli import main as cli
+from keras_attention.export import next_version
+from keras_attention.translator import Translator
+
+TEXTS = [
+    "The old man sees a small dog.",
+    "",
+    "Zoë isst Käse über dem Tisch — naïve café ☕.",
+    "The children read the books. " * 40,  # longer than max_source_length
+    "A woman cooks.",
+]
+
+LOAD = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401
+assert "keras_attention" not in sys.modules
+model = tf.saved_model.load(sys.argv[1])
+texts = json.loads(sys.argv[2])
+default = model.signatures["serving_default"]
+details = model.signatures["translate_with_attention"]
+out = default(text=tf.constant(texts, tf.string))
+more = details(text=tf.constant(texts, tf.string))
+ops = {op.type for f in (default, details) for op in f.graph.get_operations()}
+print(json.dumps({
+    "signatures": sorted(model.signatures),
+    "outputs": sorted(out), "details": sorted(more),
+    "translation": [t.decode("utf-8") for t in out["translation"].numpy()],
+    "tokens": more["tokens"].numpy().tolist(),
+    "truncated": more["truncated"].numpy().tolist(),
+    "xla_ops": sorted(o for o in ops if o.startswith("Xla")),
+    "input": str(default.structured_input_signature),
+}))
+"""
+
+
+def _load_elsewhere(path):
+    result = subprocess.run(
+        [sys.executable, "-c", LOAD, str(path), json.dumps(TEXTS)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("beam_size", [1, 3])
+def test_exported_model_translates_like_the_in_memory_one(trained, tmp_path,
+                                                          beam_size):
+    translator = trained[0].with_decoding(beam_size=beam_size)
+    translator.module.max_source_length = 32
+    path = translator.export(tmp_path, "translator")
+    assert path == tmp_path / "translator" / "1"
+    loaded = _load_elsewhere(path)
+    in_memory = translator.translate(TEXTS)
+    assert loaded["translation"] == in_memory
+    assert loaded["signatures"] == ["serving_default",
+                                    "translate_with_attention"]
+    assert loaded["outputs"] == ["translation"]
+    assert loaded["details"] == ["attention", "pieces", "source_pieces",
+                                 "tokens", "translation", "truncated"]
+    assert loaded["xla_ops"] == []
+    assert "text" in loaded["input"] and "tf.string" in loaded["input"]
+    assert loaded["truncated"] == [False, False, False, True, False]
+    details = translator.module.translate_with_attention(tf.constant(TEXTS))
+    np.testing.assert_array_equal(details["tokens"].numpy(), loaded["tokens"])
+
+
+def test_batch_of_mixed_lengths_equals_one_by_one(trained):
+    translator = trained[0]
+    together = translator.translate(TEXTS)
+    alone = [translator.translate([text])[0] for text in TEXTS]
+    assert together == alone
+
+
+def test_versions_count_up_and_never_overwrite(trained, tmp_path):
+    translator = trained[0]
+    assert next_version(tmp_path / "translator") == 1
+    translator.export(tmp_path)
+    assert translator.export(tmp_path) == tmp_path / "translator" / "2"
+    with pytest.raises(FileExistsError):
+        translator.export(tmp_path, version=2)
+    with pytest.raises(ValueError, match="version=0"):
+        translator.export(tmp_path, version=0)
+
+
+def test_save_load_and_cli(trained, tmp_path, capsys):
+    translator, directory = trained
+    loaded = Translator.load(directory)
+    assert loaded.translate(TEXTS) == translator.translate(TEXTS)
+    cli(["translate", "--model-dir", str(directory), TEXTS[0], TEXTS[4]])
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed == translator.translate([TEXTS[0], TEXTS[4]])
+    cli(["export", "--model-dir", str(directory), "--base-path",
+         str(tmp_path), "--name", "de"])
+    assert (tmp_path / "de" / "1" / "saved_model.pb").exists()
+    cli(["evaluate", "--model-dir", str(directory), "--limit", "20"])
+    assert "BLEU = " in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError, match="translator.json"):
+        Translator.load(tmp_path / "nothing")
