@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install demo test lint bench clean
+.PHONY: install demo test lint bench bench-translator clean
 
 install: $(STAMP)
 
@@ -26,6 +26,12 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/layers.py
+
+# Trains on Multi30k for MINUTES (default 60) of wall clock; needs the data.
+MINUTES ?= 60
+export MULTI30K_DIR ?= $(abspath ../shared/data/multi30k)
+bench-translator: $(STAMP)
+	$(PY) benchmarks/translator_multi30k.py --minutes $(MINUTES)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis

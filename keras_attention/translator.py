@@ -169,13 +169,14 @@ def _tokenizer(config, train_pairs, output_dir):
     return tokenizer
 
 
-def train(config=None, **overrides):
+def train(config=None, callbacks=(), **overrides):
     """Train a translator as `config` says; returns a `Translator`.
 
     The strategy comes from the environment (see
     `strategy_from_environment`). A run killed part-way resumes from its
     backup in `output_dir/backup` when started again with the same
-    `output_dir` (weights, optimizer and epoch are restored).
+    `output_dir` (weights, optimizer and epoch are restored). Extra Keras
+    `callbacks` are added to the run's own.
     """
     config = dataclasses.replace(config or TrainingConfig(), **overrides)
     keras.utils.set_random_seed(config.seed)
@@ -223,6 +224,7 @@ def train(config=None, **overrides):
     translator = Translator(model, tokenizer, config.max_length)
     bleu_pairs = corpus["val"][: config.bleu_sentences]
     callbacks = [
+        *callbacks,
         keras.callbacks.BackupAndRestore(
             str(output_dir / "backup"), save_freq=config.checkpoint_every
         ),
@@ -241,6 +243,7 @@ def train(config=None, **overrides):
                         epochs=config.epochs, callbacks=callbacks,
                         verbose=config.verbose)
     translator.history = history.history
+    translator.report = report
     translator.save(output_dir)
     (output_dir / "training_config.json").write_text(
         json.dumps(dataclasses.asdict(config), indent=2)

@@ -4,6 +4,8 @@ import importlib.util
 import pathlib
 import re
 
+import pytest
+
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
@@ -29,3 +31,19 @@ def test_transformer_reversal_runs_and_cached_decoding_agrees(capsys):
     # tie in a barely trained model could flip one string, not more.
     assert float(agree.group(1)) >= 99.0, out
     assert "cross-attention of" in out
+
+
+MULTI30K = EXAMPLES.parents[1] / "shared" / "data" / "multi30k"
+
+
+@pytest.mark.skipif(not (MULTI30K / "train.en.gz").exists(),
+                    reason="the shared Multi30k copy is not beside the clone")
+def test_translate_multi30k_runs(tmp_path):
+    results = load("translate_multi30k").main([
+        "--data-dir", str(MULTI30K), "--output-dir", str(tmp_path / "run"),
+        "--epochs", "1", "--train-size", "300", "--test-size", "10",
+        "--bleu-sentences", "0",
+        "--export-dir", str(tmp_path / "models"),
+    ])
+    assert set(results) == {1, 4}
+    assert (tmp_path / "models" / "multi30k" / "1" / "saved_model.pb").exists()

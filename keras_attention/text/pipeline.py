@@ -24,11 +24,14 @@ class PipelineReport:
     dropped: int
     truncated: int
     max_length: int
+    target_tokens: int = 0  # label tokens (with EOS) in one epoch
+    batches: int = 0  # batches in one epoch
 
     def __str__(self):
         return (f"{self.pairs} pairs: {self.kept} kept, {self.dropped} "
                 f"dropped and {self.truncated} truncated as longer than "
-                f"{self.max_length} tokens")
+                f"{self.max_length} tokens; {self.batches} batches, "
+                f"{self.target_tokens} target tokens per epoch")
 
 
 def tokenize_pairs(pairs, source_tokenizer, target_tokenizer, chunk=4096):
@@ -139,4 +142,6 @@ def make_dataset(
     dataset = dataset.map(
         lambda s, d, y: ({"encoder_tokens": s, "decoder_tokens": d}, y)
     )
+    report.target_tokens = sum(len(t) + 1 for t in kept_targets)
+    report.batches = int(dataset.reduce(0, lambda count, _: count + 1))
     return dataset.prefetch(tf.data.AUTOTUNE), report

@@ -1,0 +1,142 @@
+"""The translator on Multi30k: BLEU after a wall-clock training budget, and
+cached against uncached decoding speed.
+
+1. Trains the `small` preset on Multi30k `train` for `--minutes` of wall
+   clock (the paper's recipe), then reports sacreBLEU on `test_2016_flickr`
+   with greedy and beam-4 decoding, training tokens per second and
+   decoding sentences per second.
+2. Decodes exactly `--decode-tokens` positions for a batch of test
+   sentences with the key/value cache and by re-running the decoder on the
+   whole prefix at every step, checks that both choose the same tokens,
+   and prints the speed ratio (target: cached at least 5x faster at 64).
+
+Run: `python benchmarks/translator_multi30k.py --minutes 60
+[--data-dir ../shared/data/multi30k]` (the folder also comes from
+`$MULTI30K_DIR`). Targets: sacreBLEU >= 35 on test_2016_flickr after at most
+60 minutes on 2 CPU cores.
+"""
+
+import argparse
+import os
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from keras_attention.text import BOS_ID  # noqa: E402
+from keras_attention.text import load_multi30k  # noqa: E402
+from keras_attention.translator import TrainingConfig  # noqa: E402
+from keras_attention.translator import train  # noqa: E402
+
+
+class TimeBudget(keras.callbacks.Callback):
+    """Stop training once `seconds` of wall clock have passed; count the
+    steps and the label tokens seen."""
+
+    def __init__(self, seconds):
+        super().__init__()
+        self.seconds = seconds
+        self.steps = 0
+
+    def on_train_begin(self, logs=None):
+        self.started = time.perf_counter()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.steps += 1
+        if time.perf_counter() - self.started > self.seconds:
+            self.model.stop_training = True
+
+    def on_train_end(self, logs=None):
+        self.elapsed = time.perf_counter() - self.started
+
+
+def decode_fixed(model, source, steps, cached):
+    """Greedy decoding of exactly `steps` positions (no early stop)."""
+    memory, source_mask = model.encode(source)
+    batch = tf.shape(source)[0]
+    if cached:
+        @tf.function
+        def run(memory, source_mask):
+            cache = model.initial_cache(memory, steps)
+            token = tf.fill([batch], BOS_ID)
+            tokens = tf.TensorArray(tf.int32, size=steps)
+            for index in tf.range(steps):
+                logits, cache, _ = model.decode_step(token[:, None], index,
+                                                     cache, source_mask)
+                token = tf.argmax(logits, -1, output_type=tf.int32)
+                tokens = tokens.write(index, token)
+            return tf.transpose(tokens.stack())
+        return run(memory, source_mask).numpy()
+
+    @tf.function(reduce_retracing=True)
+    def next_token(prefix, memory, source_mask):
+        logits = model.decode(prefix, memory, source_mask)
+        return tf.argmax(logits[:, -1], -1, output_type=tf.int32)
+
+    prefix = tf.fill([batch, 1], BOS_ID)
+    for _ in range(steps):
+        token = next_token(prefix, memory, source_mask)
+        prefix = tf.concat([prefix, token[:, None]], 1)
+    return prefix[:, 1:].numpy()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--minutes", type=float, default=60.0,
+                        help="training wall-clock budget (default: 60)")
+    parser.add_argument("--data-dir", default=None,
+                        help="Multi30k folder (default: $MULTI30K_DIR)")
+    parser.add_argument("--output-dir", default="runs/multi30k-benchmark")
+    parser.add_argument("--preset", default="small")
+    parser.add_argument("--train-size", type=int, default=None,
+                        help="use only N training pairs (a quick check)")
+    parser.add_argument("--decode-tokens", type=int, default=64)
+    parser.add_argument("--decode-batch", type=int, default=32)
+    args = parser.parse_args()
+
+    budget = TimeBudget(args.minutes * 60)
+    config = TrainingConfig(
+        corpus="multi30k", data_dir=args.data_dir, output_dir=args.output_dir,
+        preset=args.preset, vocabulary_size=8000, epochs=1000,
+        tokens_per_batch=4096, max_length=64, warmup_steps=4000,
+        learning_rate_scale=2.0, bleu_sentences=0, train_size=args.train_size,
+        verbose=2,
+    )
+    translator = train(config, callbacks=[budget])
+    report = translator.report
+    tokens_per_step = report.target_tokens / max(report.batches, 1)
+    print(f"\ntrained {budget.steps} steps in {budget.elapsed / 60:.1f} min: "
+          f"{budget.steps * tokens_per_step / budget.elapsed:.0f} target "
+          "tokens/s")
+
+    test = load_multi30k("test", args.data_dir)
+    print(f"sacreBLEU on test_2016_flickr ({len(test)} sentences):")
+    for beam in (1, 4):
+        result = translator.with_decoding(beam_size=beam).evaluate(test)
+        name = "greedy" if beam == 1 else f"beam {beam}"
+        print(f"  {name:<7} {result['bleu']:5.2f}  "
+              f"{result['sentences_per_second']:.1f} sentences/s  "
+              f"{result['signature']}")
+
+    texts = [pair[0] for pair in test[: args.decode_batch]]
+    source = translator.module.encode_text(tf.constant(texts))[0]
+    timings = {}
+    outputs = {}
+    for cached in (True, False):
+        decode_fixed(translator.model, source, 2, cached)  # trace
+        started = time.perf_counter()
+        outputs[cached] = decode_fixed(translator.model, source,
+                                       args.decode_tokens, cached)
+        timings[cached] = time.perf_counter() - started
+    same = np.mean(outputs[True] == outputs[False])
+    print(f"\ngreedy decoding of {args.decode_tokens} tokens for "
+          f"{len(texts)} sentences: cached {timings[True]:.2f} s, uncached "
+          f"{timings[False]:.2f} s, ratio {timings[False] / timings[True]:.1f}x"
+          f" (same token at {same:.1%} of positions)")
+
+
+if __name__ == "__main__":
+    main()
