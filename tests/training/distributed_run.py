@@ -27,7 +27,9 @@ with `AutoShardPolicy.DATA`, between the workers: element i of the
 rebatched dataset goes to worker i):
 
 - `fixed`: five global batches of 16 pairs (8 per replica), then four
-  of 15, 13, 16 and 15 pairs (split 8 + 7 and 7 + 6);
+  of 15, 13, 16 and 15 pairs (split 8 + 7 and 7 + 6); the first batch is
+  even because Keras reduces it across the replicas to build the model,
+  which fails for unequal parts (see `tokens`);
 - `fixed_unpatched`: `fixed`, run before `--patch-keras-reduce` applies;
 - `clipped`: five batches of 16 pairs with `Adam(clipnorm=0.01)`, which
   clips every gradient (as `train()` does with `clipnorm=1.0` on a bigger
@@ -44,6 +46,8 @@ OUTPUT (JSON) gets, per scenario: the global batch shapes, `logs["loss"]`
 and `logs["accuracy"]` after every step (Keras reports the running mean
 over the epoch), the per-step losses recovered from those means, the epoch
 logs, and the path of an `.npz` with the weights after the last step.
+(The recovered per-step losses are exact for one replica, or for evenly
+split batches.)
 
 Nothing runs on import (pytest imports this file for doctests).
 """
