@@ -74,6 +74,17 @@ def rank(name, shape, expected_ranks, expected_text):
         )
 
 
+def same_length(key_shape, value_shape):
+    """Keys and values pair up: their (known) lengths must agree."""
+    if None not in (key_shape[1], value_shape[1]) and (
+        key_shape[1] != value_shape[1]
+    ):
+        raise ValueError(
+            "`key` and `value` must have the same length, received: "
+            f"key.shape={tuple(key_shape)}, value.shape={tuple(value_shape)}"
+        )
+
+
 def same_dim(name, shape, axis, expected, expected_text):
     """Check that a known dimension equals `expected`."""
     got = shape[axis]

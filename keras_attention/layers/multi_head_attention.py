@@ -158,14 +158,7 @@ class MultiHeadAttention(keras.layers.Layer):
             _validation.rank(
                 name, shape, (3,), f"(batch, {name}_len, {name}_dim)"
             )
-        if None not in (key_shape[1], value_shape[1]) and (
-            key_shape[1] != value_shape[1]
-        ):
-            raise ValueError(
-                "`key` and `value` must have the same length, received: "
-                f"key.shape={tuple(key_shape)}, "
-                f"value.shape={tuple(value_shape)}"
-            )
+        _validation.same_length(key_shape, value_shape)
         if self.built:
             for name, shape in shapes.items():
                 dense = getattr(self, f"{name}_dense")

@@ -75,14 +75,7 @@ class ScoreAttention(keras.layers.Layer):
             "value", value_shape, (3,), "(batch, key_len, value_dim)"
         )
         _validation.rank("key", key_shape, (3,), "(batch, key_len, key_dim)")
-        if None not in (key_shape[1], value_shape[1]) and (
-            key_shape[1] != value_shape[1]
-        ):
-            raise ValueError(
-                "`key` and `value` must have the same length, received: "
-                f"key.shape={tuple(key_shape)}, "
-                f"value.shape={tuple(value_shape)}"
-            )
+        _validation.same_length(key_shape, value_shape)
         if self.built:
             for name, shape, size in (
                 ("query", query_shape, self._query_dim),
