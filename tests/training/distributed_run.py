@@ -253,9 +253,12 @@ def run(args):
             model, recorded = _fit(strategy, tokenizer,
                                    _with_data_sharding(dataset), clipnorm)
         except Exception as error:  # recorded for the test to report
-            result["error"] = "".join(
+            text = "".join(
                 traceback.format_exception_only(type(error), error)
-            )[-2000:]
+            )
+            if len(text) > 2000:  # messages can hold whole batches
+                text = f"{text[:1000]} [...] {text[-1000:]}"
+            result["error"] = text
             write()
             if args.mode == "multiworker" and not name.endswith("_unpatched"):
                 break  # the other worker may not be in step any more

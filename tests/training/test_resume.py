@@ -4,11 +4,14 @@
 killed with SIGKILL once its `BackupAndRestore` callback has written a
 backup during the second epoch, then the same command runs again with the
 same `--output-dir` and must resume from the second epoch and finish.
+Meanwhile a copy of the killed run's folder, with the backup's weights file
+cut in half (as a kill during its writing leaves it), is resumed too.
 """
 
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -76,22 +79,44 @@ def kill_during_second_epoch(command, output_dir, log_path):
 def resumed(tmp_path_factory):
     directory = tmp_path_factory.mktemp("resume")
     output_dir = directory / "run"
-    command = [sys.executable, "-m", "keras_attention", *TRAIN,
-               "--output-dir", str(output_dir)]
-    killed_at = kill_during_second_epoch(command, output_dir,
+
+    def command(output_dir):
+        return [sys.executable, "-m", "keras_attention", *TRAIN,
+                "--output-dir", str(output_dir)]
+
+    killed_at = kill_during_second_epoch(command(output_dir), output_dir,
                                          directory / "first.log")
     first = (directory / "first.log").read_text()
     tokenizer = output_dir / "tokenizer.model"
     tokenizer_bytes = tokenizer.read_bytes()
-    try:
-        second = subprocess.run(command, capture_output=True, text=True,
-                                env=environment(), timeout=TIMEOUT)
-    except subprocess.TimeoutExpired as error:
-        pytest.fail(f"the resumed run did not end within {TIMEOUT}s:\n"
-                    f"{str(error.stdout or '')[-3000:]}")
+
+    # The same run, as if killed while writing the backup's weights.
+    corrupted_dir = directory / "corrupted"
+    shutil.copytree(output_dir, corrupted_dir)
+    weights = corrupted_dir / "backup" / "latest.weights.h5"
+    weights.write_bytes(weights.read_bytes()[: weights.stat().st_size // 2])
+    with open(directory / "corrupted.log", "w") as log:
+        corrupted = subprocess.Popen(
+            command(corrupted_dir), stdout=log, stderr=subprocess.STDOUT,
+            env=environment(),
+        )
+        try:
+            second = subprocess.run(command(output_dir), capture_output=True,
+                                    text=True, env=environment(),
+                                    timeout=TIMEOUT)
+            corrupted.wait(timeout=TIMEOUT)
+        except subprocess.TimeoutExpired as error:
+            pytest.fail(f"a resumed run did not end within {TIMEOUT}s:\n"
+                        f"{str(error.stdout or '')[-3000:]}")
+        finally:
+            if corrupted.poll() is None:
+                corrupted.kill()
+                corrupted.wait(timeout=30)
     return dict(output_dir=output_dir, killed_at=killed_at, first=first,
                 second=second, tokenizer_bytes=tokenizer_bytes,
-                tokenizer=tokenizer)
+                tokenizer=tokenizer, corrupted_dir=corrupted_dir,
+                corrupted_code=corrupted.returncode,
+                corrupted_log=(directory / "corrupted.log").read_text())
 
 
 def test_first_run_was_killed_in_the_second_epoch(resumed):
@@ -140,3 +165,16 @@ def test_resumed_run_writes_the_translator(resumed):
     assert translator.model.count_params() > 0
     (translation,) = translator.translate(["The man sees the dog."])
     assert isinstance(translation, str)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="translator.py:228-230 makes BackupAndRestore with the default "
+           "double_checkpoint=False, and Keras overwrites latest.weights.h5 "
+           "in place: a run killed while writing its backup leaves a "
+           "truncated file, and every later start fails with OSError "
+           "('truncated file') instead of resuming",
+)
+def test_run_killed_while_writing_its_backup_resumes(resumed):
+    assert resumed["corrupted_code"] == 0, resumed["corrupted_log"][-3000:]
+    assert (resumed["corrupted_dir"] / "model.weights.h5").is_file()

@@ -26,11 +26,12 @@ def test_tokenizer_made_after_seeding_works(model_bytes):
 @pytest.mark.xfail(
     strict=True, raises=tf.errors.NotFoundError,
     reason="tensorflow_text's SentencepieceTokenizer keeps its model in a "
-           "kernel-owned resource; tf.random.set_seed (called by "
-           "keras.utils.set_random_seed, which train() calls first, "
-           "translator.py:181) clears the eager kernel cache and destroys "
-           "it, so a SubwordTokenizer (and a Translator) made before "
-           "train() or any re-seeding fails with NotFoundError",
+           "kernel-owned resource, which tf.random.set_seed (called by "
+           "keras.utils.set_random_seed) frees with the eager kernel cache; "
+           "the SubwordTokenizer docstring says to seed first, but train() "
+           "itself seeds (translator.py:182), so a Translator loaded or "
+           "returned by an earlier train() in the same process stops "
+           "working (NotFoundError) once train() runs",
 )
 @pytest.mark.parametrize("in_function", [False, True])
 def test_tokenizer_survives_set_random_seed(model_bytes, in_function):

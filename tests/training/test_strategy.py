@@ -70,8 +70,8 @@ def test_invalid_tf_config_is_a_value_error_naming_it(raw, fake_multiworker):
 
 @pytest.mark.xfail(
     strict=True,
-    reason="strategy.py:26-28: the cluster is read outside the try block and "
-           "its type is not checked: a null or list cluster raises "
+    reason="strategy.py:25-30: the cluster's type is not checked and it is "
+           "used outside the try block: a null or list cluster raises "
            "AttributeError, and a worker given as a string counts its "
            "characters as workers (creating a MultiWorkerMirroredStrategy)",
 )
