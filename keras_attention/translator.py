@@ -193,8 +193,7 @@ def train(config=None, callbacks=(), **overrides):
           f"joint SentencePiece vocabulary of {tokenizer.vocabulary_size}")
     batching = dict(
         batch_size=config.batch_size * replicas,
-        tokens_per_batch=(config.tokens_per_batch * replicas
-                          if config.tokens_per_batch else None),
+        tokens_per_batch=config.tokens_per_batch, replicas=replicas,
         max_length=config.max_length, overlong=config.overlong,
     )
     train_data, report = make_dataset(train_pairs, tokenizer, tokenizer,
@@ -226,7 +225,8 @@ def train(config=None, callbacks=(), **overrides):
     callbacks = [
         *callbacks,
         keras.callbacks.BackupAndRestore(
-            str(output_dir / "backup"), save_freq=config.checkpoint_every
+            str(output_dir / "backup"), save_freq=config.checkpoint_every,
+            double_checkpoint=True,  # a kill mid-write keeps the previous one
         ),
         keras.callbacks.ModelCheckpoint(
             str(output_dir / "checkpoints" / "epoch-{epoch:03d}.weights.h5"),

@@ -62,6 +62,7 @@ def make_dataset(
     shuffle=True,
     seed=0,
     bucket_width=8,
+    replicas=1,
 ):
     """A batched, bucketed, shuffled, prefetched dataset of pairs.
 
@@ -71,7 +72,9 @@ def make_dataset(
         batch_size: sentences per batch (the global batch under a
             strategy); ignored when `tokens_per_batch` is given.
         tokens_per_batch: batch by token count instead: each length bucket
-            gets `tokens_per_batch // bucket_length` sentences.
+            gets `tokens_per_batch // bucket_length` sentences per replica.
+        replicas: with `tokens_per_batch`, every batch holds that many
+            sentences per replica, so it splits evenly between replicas.
         max_length: the longest sequence kept, counting BOS/EOS.
         overlong: `"drop"` or `"truncate"` pairs longer than `max_length`.
         shuffle: shuffle pairs every epoch (seeded).
@@ -127,8 +130,9 @@ def make_dataset(
 
     dataset = dataset.map(shift, num_parallel_calls=tf.data.AUTOTUNE)
     boundaries = list(range(bucket_width, max_length + 1, bucket_width))
+    replicas = _validation.positive_int("replicas", replicas)
     if tokens_per_batch:
-        sizes = [max(1, tokens_per_batch // length)
+        sizes = [max(1, tokens_per_batch // length) * replicas
                  for length in boundaries + [max_length + 1]]
     else:
         sizes = [batch_size] * (len(boundaries) + 1)

@@ -6,6 +6,56 @@ import os
 import tensorflow as tf
 
 
+def _cluster_size(raw):
+    """Workers plus chief named by a TF_CONFIG string."""
+    def invalid():
+        return ValueError(
+            "TF_CONFIG must be a JSON object whose \"cluster\" maps task "
+            f"types to lists of addresses, received: TF_CONFIG={raw!r}"
+        )
+
+    try:
+        config = json.loads(raw)
+    except ValueError as error:
+        raise invalid() from error
+    if not isinstance(config, dict):
+        raise invalid()
+    cluster = config.get("cluster", {})
+    if not isinstance(cluster, dict):
+        raise invalid()
+    size = 0
+    for task in ("worker", "chief"):
+        addresses = cluster.get(task, [])
+        if not isinstance(addresses, list):
+            raise invalid()
+        size += len(addresses)
+    return size
+
+
+class MultiWorkerMirroredStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    """`tf.distribute.MultiWorkerMirroredStrategy` that Keras 3 `fit` can use.
+
+    Keras 3 asks the strategy to reduce a whole `(inputs, labels)` structure
+    (when it builds the model) and scalar logs with `axis=0`; the
+    collective ops accept neither (tensorflow/tensorflow#72388). This
+    subclass reduces leaf by leaf, and scalars without an axis.
+    """
+
+    def reduce(self, reduce_op, value, axis=None):
+        def rank(leaf):
+            if isinstance(leaf, tf.distribute.DistributedValues):
+                leaf = leaf.values[0]
+            shape = getattr(leaf, "shape", None)
+            return 0 if shape is None else shape.rank
+
+        return tf.nest.map_structure(
+            lambda leaf: super(MultiWorkerMirroredStrategy, self).reduce(
+                reduce_op, leaf, None if rank(leaf) == 0 else axis
+            ),
+            value,
+        )
+
+
 def strategy_from_environment(environ=None):
     """The strategy a training run should use here.
 
@@ -21,14 +71,8 @@ def strategy_from_environment(environ=None):
     environ = os.environ if environ is None else environ
     raw = environ.get("TF_CONFIG", "")
     if raw:
-        try:
-            cluster = json.loads(raw).get("cluster", {})
-        except (ValueError, AttributeError) as error:
-            raise ValueError(
-                f"TF_CONFIG must be a JSON object, received: TF_CONFIG={raw!r}"
-            ) from error
-        if len(cluster.get("worker", [])) + len(cluster.get("chief", [])) > 1:
-            return tf.distribute.MultiWorkerMirroredStrategy()
+        if _cluster_size(raw) > 1:
+            return MultiWorkerMirroredStrategy()
     gpus = tf.config.list_logical_devices("GPU")
     if len(gpus) > 1:
         return tf.distribute.MirroredStrategy()

@@ -167,8 +167,8 @@ def test_each_mode_has_its_strategy(runs):
     for mode, strategy in [
         ("default", "_DefaultDistributionStrategy with 1 replica(s)"),
         ("mirrored", "MirroredStrategy with 2 replica(s)"),
-        ("worker0", "CollectiveAllReduceStrategy with 2 replica(s)"),
-        ("worker1", "CollectiveAllReduceStrategy with 2 replica(s)"),
+        ("worker0", "MultiWorkerMirroredStrategy with 2 replica(s)"),
+        ("worker1", "MultiWorkerMirroredStrategy with 2 replica(s)"),
     ]:
         if isinstance(runs[mode], str):
             pytest.fail(runs[mode])
@@ -266,15 +266,6 @@ def test_clipping_is_active(runs):
     assert abs(clipped[EVEN_STEPS - 1] - unclipped[EVEN_STEPS - 1]) > 1e-3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="strategy.py:30 returns a MultiWorkerMirroredStrategy, but Keras "
-           "3 fit() cannot train under it: _maybe_symbolic_build reduces "
-           "the (dict, labels) batch structure, which the collective "
-           "reduce rejects, and reduce_per_replica reduces the scalar logs "
-           "with axis=0 (both worked around by --patch-keras-reduce), so "
-           "train() with a TF_CONFIG naming several workers fails",
-)
 def test_multiworker_fit_works_without_patching_keras(runs):
     expected = scenario(runs, "default", "fixed")
     actual = scenario(runs, "multiworker", "fixed_unpatched")

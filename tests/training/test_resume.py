@@ -167,14 +167,6 @@ def test_resumed_run_writes_the_translator(resumed):
     assert isinstance(translation, str)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="translator.py:228-230 makes BackupAndRestore with the default "
-           "double_checkpoint=False, and Keras overwrites latest.weights.h5 "
-           "in place: a run killed while writing its backup leaves a "
-           "truncated file, and every later start fails with OSError "
-           "('truncated file') instead of resuming",
-)
 def test_run_killed_while_writing_its_backup_resumes(resumed):
     assert resumed["corrupted_code"] == 0, resumed["corrupted_log"][-3000:]
     assert (resumed["corrupted_dir"] / "model.weights.h5").is_file()
