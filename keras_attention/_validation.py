@@ -4,6 +4,18 @@ the value received."""
 import numbers
 
 
+def non_negative_int(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Integral)
+        or value < 0
+    ):
+        raise ValueError(
+            f"`{name}` must be an int >= 0, received: {name}={value!r}"
+        )
+    return int(value)
+
+
 def positive_int(name, value):
     if (
         isinstance(value, bool)

@@ -54,7 +54,7 @@ def _add_train(commands):
     for field in dataclasses.fields(TrainingConfig):
         flag = "--" + field.name.replace("_", "-")
         default = field.default
-        if field.type == "bool" or isinstance(default, bool):
+        if isinstance(default, bool):
             parser.add_argument(flag, action="store_true",
                                 help=TRAIN_HELP[field.name])
             continue

@@ -35,7 +35,7 @@ def _check(length_ratio, length_offset, max_length):
     if not length_ratio > 0:
         raise ValueError(f"`length_ratio` must be > 0, received: "
                          f"length_ratio={length_ratio!r}")
-    _validation.positive_int("length_offset", length_offset + 1)
+    _validation.non_negative_int("length_offset", length_offset)
     _validation.positive_int("max_length", max_length)
 
 

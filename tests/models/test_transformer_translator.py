@@ -47,6 +47,11 @@ def test_tied_and_shared_embeddings():
     assert sum("embedding" in n for n in names) == 1, names
     assert not any("output_projection" in n for n in names)
     # Logits are the last hidden states times the embedding matrix.
+    hidden = RNG.normal(size=(2, 3, 16)).astype("float32")
+    embeddings = np.array(tied.target_embedding.embeddings)
+    np.testing.assert_allclose(tied._logits(hidden), hidden @ embeddings.T,
+                               atol=1e-5)
+    assert tied.source_embedding is tied.target_embedding
     untied = small(tie_embeddings=False)
     assert any("output_projection" in w.path for w in untied.weights)
     assert len(untied.weights) == len(tied.weights) + 2 + 1  # proj + 2nd emb

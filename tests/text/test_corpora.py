@@ -38,12 +38,6 @@ REAL_MULTI30K = pathlib.Path("/work/shared/data/multi30k")
 
 
 @pytest.fixture(autouse=True)
-def _reset_keras_state():
-    """Overrides the Keras reset in conftest.py: these tests never touch Keras."""
-    yield
-
-
-@pytest.fixture(autouse=True)
 def no_network(monkeypatch):
     def refuse(url, *args, **kwargs):
         raise AssertionError(f"network access attempted: {url}")

@@ -8,7 +8,6 @@ target would show. Their SentencePiece models are trained once per module; the
 
 import collections
 
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -26,17 +25,6 @@ TRAINING_PAIRS = generate_pairs(300, seed=0)
 PAIRS = generate_pairs(160, seed=5)
 SOURCES = [source for source, _ in PAIRS]
 TARGETS = [target for _, target in PAIRS]
-
-
-@pytest.fixture(autouse=True)
-def _reset_keras_state():
-    """Overrides the Keras reset in conftest.py: same seed, no clear_session.
-
-    These tests build no Keras model, and clear_session's gc.collect costs
-    about half a second per test.
-    """
-    keras.utils.set_random_seed(1234)
-    yield
 
 
 @pytest.fixture(scope="module")

@@ -23,12 +23,6 @@ WOMAN_READS = Clause(WOMAN, "read", BOOK)
 MAN_SEES = Clause(MAN, "see", DOG)
 
 
-@pytest.fixture(autouse=True)
-def _reset_keras_state():
-    """Overrides the Keras reset in conftest.py: these tests never touch Keras."""
-    yield
-
-
 def clause(subject, verb, obj, tense="present", place=None):
     return Clause(subject, verb, obj, tense, place)
 

@@ -43,17 +43,6 @@ def model_bytes():
     return train_sentencepiece(SENTENCES, VOCABULARY_SIZE)
 
 
-@pytest.fixture(autouse=True)
-def _reset_keras_state():
-    """Overrides the Keras reset in conftest.py: same seed, no clear_session.
-
-    These tests build no Keras model, and clear_session's gc.collect costs
-    about half a second per test.
-    """
-    keras.utils.set_random_seed(1234)
-    yield
-
-
 @pytest.fixture
 def tokenizer(model_bytes):
     return SubwordTokenizer(model_bytes)

@@ -106,3 +106,14 @@ def test_a_sentence_decodes_the_same_alone_and_in_a_batch(trained):
             real = sentence[sentence != 0][None]
             alone = decode(real).numpy()[0]
             assert _until_eos(alone) == _until_eos(together[row])
+
+
+def test_length_arguments_are_checked(trained):
+    import pytest
+
+    translator, _ = trained
+    source = _source(translator)
+    with pytest.raises(ValueError, match="length_offset=-1"):
+        greedy_decode(translator.model, source, length_offset=-1)
+    with pytest.raises(ValueError, match="length_ratio=0"):
+        greedy_decode(translator.model, source, length_ratio=0)
