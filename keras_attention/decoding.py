@@ -70,7 +70,8 @@ def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
         done = done | (index >= limits)  # each row stops at its own limit
         chosen = tf.where(done, PAD_ID, chosen)
         tokens = tokens.write(index, chosen)
-        attention = attention.write(index, tf.reduce_mean(scores, axis=1))
+        attention = attention.write(
+            index, tf.cast(tf.reduce_mean(scores, axis=1), tf.float32))
         return (index + 1, chosen, done | tf.equal(chosen, EOS_ID), cache,
                 tokens, attention)
 
