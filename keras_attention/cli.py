@@ -19,6 +19,11 @@ TRAIN_HELP = {
                   "the same folder resumes a killed run",
     "preset": "model size: tiny (demo), small (Multi30k on CPU), base "
               "(the paper)",
+    "max_relative_position": "use relative-position self-attention "
+                             "(Shaw et al., 2018) over distances clipped to "
+                             "this, instead of sinusoidal positions",
+    "relative_values": "with --max-relative-position, also add relative "
+                       "embeddings to the values",
     "vocabulary_size": "joint source/target SentencePiece vocabulary size "
                        "(an upper bound)",
     "epochs": "passes over the training data",
@@ -63,7 +68,8 @@ def _add_train(commands):
                                 help=TRAIN_HELP[field.name])
             continue
         kind = {int: int, float: float}.get(type(default), str)
-        if field.name in ("tokens_per_batch", "train_size"):
+        if field.name in ("tokens_per_batch", "train_size",
+                          "max_relative_position"):
             kind = int
         parser.add_argument(flag, type=kind, default=default,
                             help=f"{TRAIN_HELP[field.name]} "

@@ -50,6 +50,8 @@ class TrainingConfig:
     data_dir: str | None = None  # Multi30k folder (else $MULTI30K_DIR)
     output_dir: str = "runs/translator"
     preset: str = "tiny"
+    max_relative_position: int | None = None  # relative self-attention
+    relative_values: bool = False
     vocabulary_size: int = 1000  # joint source/target SentencePiece
     epochs: int = 8
     batch_size: int = 64  # per replica
@@ -216,6 +218,8 @@ def train(config=None, callbacks=(), **overrides):
         model = TransformerTranslator.from_preset(
             config.preset, tokenizer.vocabulary_size,
             tokenizer.vocabulary_size, share_embeddings=True,
+            max_relative_position=config.max_relative_position,
+            relative_values=config.relative_values,
         )
         build(model)
         schedule = TransformerSchedule(model.hidden_dim, config.warmup_steps,

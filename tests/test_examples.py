@@ -33,6 +33,18 @@ def test_transformer_reversal_runs_and_cached_decoding_agrees(capsys):
     assert "cross-attention of" in out
 
 
+def test_relative_language_model_runs_and_cached_generation_agrees(capsys):
+    results = load("relative_language_model").main(["--steps", "30"])
+    assert set(results) == {"absolute", "relative"}
+    for scores in results.values():
+        assert set(scores) == {32, 96}
+        assert all(0.0 <= value <= 1.0 for value in scores.values())
+    out = capsys.readouterr().out
+    agree = re.findall(r"cached generation equals uncached on ([\d.]+)%", out)
+    # As for the reversal: float rounding could flip an argmax tie, no more.
+    assert len(agree) == 2 and all(float(a) >= 99.0 for a in agree), out
+
+
 MULTI30K = EXAMPLES.parents[1] / "shared" / "data" / "multi30k"
 
 

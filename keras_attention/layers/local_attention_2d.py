@@ -144,6 +144,9 @@ class LocalAttention2D(MultiHeadSelfAttention):
                 below=not self.masked,
             )
 
+        def heads_first(blocks):  # (B, G, Q|M, N, K) -> (B, N, G, Q|M, K)
+            return ops.transpose(blocks, (0, 3, 1, 2, 4))
+
         query = attention_ops.split_blocks_2d(
             image(self.query_dense(flat)), self.query_block
         )  # (B, G, Q, N, K)
@@ -154,13 +157,17 @@ class LocalAttention2D(MultiHeadSelfAttention):
         geometry = attention_ops.raster_mask_2d(
             self.query_block, self.memory_flange, self.masked
         )  # (Q, M)
-        mask = attention_ops.local_mask(
-            query_valid > 0.5, key_valid > 0.5, geometry
-        )  # (B, 1, G, Q, M)
         scores = attention_ops.local_scores(
-            query, key, 1.0 / math.sqrt(self.key_dim)
+            heads_first(query), heads_first(key), 1.0 / math.sqrt(self.key_dim)
         )  # (B, N, G, Q, M)
-        weights = attention_ops.masked_softmax(scores, mask)
+        weights = ops.softmax(
+            scores + attention_ops.local_bias(key_valid > 0.5, geometry),
+            axis=-1,
+        )
+        # Padded query pixels attend to nothing: (B, 1, G, Q, 1).
+        weights = weights * ops.cast(query_valid, weights.dtype)[
+            :, None, :, :, None
+        ]
         if self.diversity_penalty > 0.0:
             shape = ops.shape(weights)
             # (B, N, G, Q, M) -> (B, N, G·Q, M)
@@ -173,7 +180,10 @@ class LocalAttention2D(MultiHeadSelfAttention):
             )
         weights = ops.cast(weights, self.compute_dtype)
         dropped = self.dropout_layer(weights, training=training)
-        context = attention_ops.local_weighted_sum(dropped, value)
+        context = attention_ops.local_weighted_sum(
+            dropped, heads_first(value)
+        )  # (B, N, G, Q, V)
+        context = ops.transpose(context, (0, 2, 3, 1, 4))  # (B, G, Q, N, V)
         # (B, G, Q, N, V) -> (B, H, W, N, V) -> (B, H·W, N, V)
         context = attention_ops.merge_blocks_2d(
             context, (height, width), self.query_block

@@ -120,34 +120,39 @@ class LocalSelfAttention(MultiHeadSelfAttention):
         if padding_mask is None:
             padding_mask = ops.ones(ops.shape(inputs)[:2], "bool")
 
-        def to_blocks(projected):  # (B, T, N, H) -> (B, G, b, N, H)
-            return attention_ops.split_blocks(projected, block)
+        def to_blocks(projected):  # (B, T, N, H) -> (B, N, G, b, H)
+            heads_first = ops.transpose(projected, (0, 2, 1, 3))  # (B,N,T,H)
+            return attention_ops.split_blocks(heads_first, block, axis=2)
 
-        def to_memory(projected):  # (B, T, N, H) -> (B, G, K, N, H)
+        def to_memory(projected):  # (B, T, N, H) -> (B, N, G, K, H)
             return attention_ops.neighbour_blocks(
-                to_blocks(projected), before, after
+                to_blocks(projected), before, after, axis=2
             )
 
-        query = to_blocks(self.query_dense(inputs))  # (B, G, b, N, H)
+        query = to_blocks(self.query_dense(inputs))  # (B, N, G, b, H)
         key, value = self.compute_key_value(inputs)
-        key, value = to_memory(key), to_memory(value)  # (B, G, K, N, H|V)
+        key, value = to_memory(key), to_memory(value)  # (B, N, G, K, H|V)
         query_valid, key_valid = attention_ops.blocked_validity(
             padding_mask, block, before, after
         )  # (B, G, b), (B, G, K)
         band = attention_ops.local_band_mask(
             block, self.window, before, after, causal
         )  # (b, K)
-        mask = attention_ops.local_mask(query_valid, key_valid, band)
         scores = attention_ops.local_scores(
             query, key, 1.0 / math.sqrt(self.key_dim)
         )  # (B, N, G, b, K)
-        weights = attention_ops.masked_softmax(scores, mask)
-        # The weighted sum uses the blocked weights; they are laid out per
-        # query position only for the penalty and the returned scores.
+        # An additive mask: one add, no select; padded queries are
+        # zeroed below instead of in the weights.
+        weights = ops.softmax(
+            scores + attention_ops.local_bias(key_valid, band), axis=-1
+        )
         merged = None
         if self.diversity_penalty > 0.0 or return_attention_scores:
-            # (B, N, G, b, K) -> (B, N, T, K)
-            merged = attention_ops.merge_blocks(weights, length, axis=2)
+            # Padded queries attend to nothing. (B, N, G, b, K) -> (B, N, T, K)
+            valid_rows = ops.cast(query_valid, weights.dtype)[:, None, :, :, None]
+            merged = attention_ops.merge_blocks(
+                weights * valid_rows, length, axis=2
+            )
         if self.diversity_penalty > 0.0:
             self.add_loss(
                 self.diversity_penalty
@@ -156,8 +161,11 @@ class LocalSelfAttention(MultiHeadSelfAttention):
         weights = ops.cast(weights, self.compute_dtype)
         dropped = self.dropout_layer(weights, training=training)
         context = attention_ops.local_weighted_sum(dropped, value)
-        # (B, G, b, N, V) -> (B, T, N, V)
-        context = attention_ops.merge_blocks(context, length)
+        # (B, N, G, b, V) -> (B, N, T, V) -> (B, T, N, V)
+        context = attention_ops.merge_blocks(context, length, axis=2)
+        context = ops.transpose(context, (0, 2, 1, 3))
+        # A padded query's context is zero, as if it attended to nothing.
+        context = context * ops.cast(padding_mask, context.dtype)[:, :, None, None]
         if self.head_merge == "mean":
             context = ops.mean(context, axis=2)  # (B, T, V)
         output = self.output_dense(context)  # (B, T, D)

@@ -48,6 +48,14 @@ class TransformerTranslator(keras.Model):
         share_embeddings: one embedding matrix for source and target
             (requires equal vocabulary sizes).
         normalize_first: pre-norm blocks instead of the paper's post-norm.
+        max_relative_position: `None` for the paper's sinusoidal positions;
+            an int δ makes every self-attention (encoder and decoder) a
+            `RelativeAttention` over clipped distances (Shaw et al., 2018)
+            and drops the sinusoids, as in their relative-only model (they
+            found that adding absolute positions gave no further gain). The
+            cross-attention stays plain.
+        relative_values: with `max_relative_position`, also add relative
+            embeddings to the values.
 
     Call arguments:
         inputs: dict with `"encoder_tokens"` `(batch, source_len)` and
@@ -82,6 +90,8 @@ class TransformerTranslator(keras.Model):
         tie_embeddings=True,
         share_embeddings=False,
         normalize_first=False,
+        max_relative_position=None,
+        relative_values=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -102,6 +112,10 @@ class TransformerTranslator(keras.Model):
         self.tie_embeddings = bool(tie_embeddings)
         self.share_embeddings = bool(share_embeddings)
         self.normalize_first = bool(normalize_first)
+        self.max_relative_position = _validation.optional_positive_int(
+            "max_relative_position", max_relative_position
+        )
+        self.relative_values = bool(relative_values)
         if share_embeddings and source_vocabulary_size != target_vocabulary_size:
             raise ValueError(
                 "`share_embeddings=True` needs equal vocabulary sizes, "
@@ -123,11 +137,15 @@ class TransformerTranslator(keras.Model):
                 embeddings_initializer=initializer, name="source_embedding",
             )
         )
-        self.positions = SinusoidalPositionEmbedding(name="positions")
+        self.positions = None
+        if max_relative_position is None:
+            self.positions = SinusoidalPositionEmbedding(name="positions")
         self.embedding_dropout = keras.layers.Dropout(dropout)
         block = dict(
             intermediate_dim=intermediate_dim, num_heads=num_heads,
             dropout=dropout, normalize_first=normalize_first,
+            max_relative_position=max_relative_position,
+            relative_values=relative_values,
         )
         self.encoder_blocks = [
             TransformerEncoder(**block, name=f"encoder_{i}")
@@ -161,7 +179,8 @@ class TransformerTranslator(keras.Model):
     def _embed(self, embedding, tokens, start_index=0, training=None):
         x = embedding(tokens)  # (B, T, D)
         x = x * ops.cast(self.hidden_dim**0.5, x.dtype)
-        x = x + self.positions(x, start_index=start_index)
+        if self.positions is not None:
+            x = x + self.positions(x, start_index=start_index)
         return self.embedding_dropout(x, training=training)
 
     def encode(self, encoder_tokens, training=None):
@@ -252,6 +271,8 @@ class TransformerTranslator(keras.Model):
                 "tie_embeddings": self.tie_embeddings,
                 "share_embeddings": self.share_embeddings,
                 "normalize_first": self.normalize_first,
+                "max_relative_position": self.max_relative_position,
+                "relative_values": self.relative_values,
             }
         )
         return config

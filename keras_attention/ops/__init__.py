@@ -8,7 +8,7 @@ from keras_attention.ops.cache import update_cache
 from keras_attention.ops.local import blocked_validity
 from keras_attention.ops.local import blocks_needed
 from keras_attention.ops.local import local_band_mask
-from keras_attention.ops.local import local_mask
+from keras_attention.ops.local import local_bias
 from keras_attention.ops.local import local_scores
 from keras_attention.ops.local import local_weighted_sum
 from keras_attention.ops.local import memory_blocks_2d
@@ -39,7 +39,7 @@ __all__ = [
     "head_diversity_penalty",
     "implicit_mask",
     "local_band_mask",
-    "local_mask",
+    "local_bias",
     "local_scores",
     "local_weighted_sum",
     "masked_softmax",

@@ -160,30 +160,54 @@ def blocked_validity(valid, block_size, before, after):
     return query > 0.5, key > 0.5
 
 
-def local_mask(query_valid, key_valid, geometry):
-    """Merge validity and geometry into one `(B, 1, G, Q, K)` mask.
+# Added to the logits of pairs that may not attend. Finite, so a row with
+# every key masked (a padded query) stays finite; exp(-1e9 + s - max) is
+# exactly 0 in float32 next to any attended key.
+_MASKED_BIAS = -1e9
+
+
+def local_bias(key_valid, geometry):
+    """An additive `(B, 1, G, Q, K)` float32 mask: 0 where a query may
+    attend a key (allowed by `geometry`, the key valid), -1e9 elsewhere.
+
+    One add on the logits instead of the select, product and cast of a
+    boolean mask; the bias has no head axis, so it is N times smaller than
+    the logits. Query validity is not in it: the caller zeroes the
+    contexts (and returned weights) of invalid queries.
 
     Args:
-        query_valid: `(B, G, Q)`; invalid query rows attend to nothing.
-        key_valid: `(B, G, K)`.
-        geometry: `(Q, K)`, e.g. `local_band_mask(...)`.
+        key_valid: `(B, G, K)` booleans.
+        geometry: `(Q, K)` booleans, e.g. `local_band_mask(...)`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras import ops
+    >>> from keras_attention.ops import local_bias
+    >>> bias = local_bias(np.array([[[True, False]]]),
+    ...                   np.array([[True, True], [False, True]]))
+    >>> ops.convert_to_numpy(bias)[0, 0, 0]
+    array([[ 0.e+00, -1.e+09],
+           [-1.e+09, -1.e+09]], dtype=float32)
     """
-    # (B, G, Q, 1) & (B, G, 1, K) & (1, 1, Q, K) -> (B, G, Q, K)
-    mask = ops.logical_and(
-        ops.logical_and(
-            ops.expand_dims(query_valid, -1), ops.expand_dims(key_valid, -2)
-        ),
+    # (B, G, 1, K) & (1, 1, Q, K) -> (B, G, Q, K)
+    allowed = ops.logical_and(
+        ops.expand_dims(key_valid, -2),
         ops.expand_dims(ops.expand_dims(geometry, 0), 0),
     )
-    return ops.expand_dims(mask, 1)  # (B, 1, G, Q, K) over heads
+    bias = ops.where(allowed, 0.0, _MASKED_BIAS)
+    return ops.expand_dims(ops.cast(bias, "float32"), 1)  # (B, 1, G, Q, K)
 
 
 def local_scores(query, key, scale):
     """Logits of each query block against its memory, in float32.
 
+    Heads first, so the products are batched matrix products with no
+    transposition of the (large) logits.
+
     Args:
-        query: `(B, G, Q, N, H)`.
-        key: `(B, G, K, N, H)`.
+        query: `(B, N, G, Q, H)`.
+        key: `(B, N, G, K, H)`.
         scale: a float, e.g. `1 / sqrt(H)`.
 
     Returns:
@@ -191,14 +215,14 @@ def local_scores(query, key, scale):
     """
     query = ops.cast(query, "float32") * scale
     key = ops.cast(key, "float32")
-    # (B, G, Q, N, H) x (B, G, K, N, H) -> (B, N, G, Q, K)
-    return ops.einsum("bgqnh,bgknh->bngqk", query, key)
+    # (B, N, G, Q, H) x (B, N, G, K, H) -> (B, N, G, Q, K)
+    return ops.einsum("bngqh,bngkh->bngqk", query, key)
 
 
 def local_weighted_sum(weights, value):
-    """Context of each query: `(B, N, G, Q, K)` x `(B, G, K, N, V)` ->
-    `(B, G, Q, N, V)`."""
-    return ops.einsum("bngqk,bgknv->bgqnv", weights, value)
+    """Context of each query: `(B, N, G, Q, K)` x `(B, N, G, K, V)` ->
+    `(B, N, G, Q, V)`."""
+    return ops.einsum("bngqk,bngkv->bngqv", weights, value)
 
 
 # 2-D: an image `(B, H, W, ...)` in query blocks `(h, w)` taken in raster

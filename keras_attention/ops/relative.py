@@ -73,11 +73,14 @@ def relative_positions(query_len, key_len, max_relative_position,
 def _per_row_logits(query, table):
     """`q · e_r` for every query and table row: `(B, N, T, R|M)`."""
     table = ops.cast(table, query.dtype)
+    # Heads first on the (small) query, so the (large) product comes out
+    # in place instead of being transposed (forward and backward).
+    query = ops.transpose(query, (0, 2, 1, 3))  # (B, N, T, H)
     if len(table.shape) == 2:
-        # (B, T, N, H) x (R, H) -> (B, N, T, R)
-        return ops.einsum("btnh,rh->bntr", query, table)
-    # (B, T, N, H) x (N, R, H) -> (B, N, T, R)
-    return ops.einsum("btnh,nrh->bntr", query, table)
+        # (B, N, T, H) x (R, H) -> (B, N, T, R)
+        return ops.einsum("bnth,rh->bntr", query, table)
+    # (B, N, T, H) x (N, R, H) -> (B, N, T, R)
+    return ops.einsum("bnth,nrh->bntr", query, table)
 
 
 def _per_row_values(buckets, table):

@@ -1,5 +1,6 @@
 """Training: strategy from the environment, schedule, losses, callbacks."""
 
+from keras_attention.training.averaging import average_checkpoints
 from keras_attention.training.bleu import BleuCallback
 from keras_attention.training.bleu import corpus_bleu
 from keras_attention.training.losses import MaskedAccuracy
@@ -11,6 +12,7 @@ from keras_attention.training.strategy import strategy_from_environment
 
 __all__ = [
     "AllReduceClippingAdam",
+    "average_checkpoints",
     "BleuCallback",
     "corpus_bleu",
     "MaskedAccuracy",

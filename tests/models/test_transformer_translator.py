@@ -25,9 +25,14 @@ def small(**kwargs):
     return model
 
 
-@pytest.mark.parametrize("normalize_first", [False, True])
-def test_cached_steps_equal_the_teacher_forced_pass(normalize_first):
-    model = small(normalize_first=normalize_first)
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"normalize_first": True},
+     {"max_relative_position": 2, "relative_values": True}],
+    ids=["post-norm", "pre-norm", "relative"],
+)
+def test_cached_steps_equal_the_teacher_forced_pass(options):
+    model = small(**options)
     memory, source_mask = model.encode(SOURCE)
     full, scores = model.decode(TARGET[:1], memory[:1], source_mask[:1],
                                 return_attention_scores=True)
@@ -75,6 +80,32 @@ def test_presets_and_config_round_trip():
     assert clone.get_config() == model.get_config()
     with pytest.raises(ValueError, match="preset='huge'"):
         TransformerTranslator.from_preset("huge", 40, 40)
+
+
+def test_relative_positions_replace_the_sinusoids():
+    model = small(max_relative_position=3)
+    assert model.positions is None
+    names = [w.path for w in model.weights]
+    # One key table per self-attention: 2 encoder and 2 decoder blocks.
+    assert sum("key_relative" in n for n in names) == 4, names
+    assert not any("value_relative" in n for n in names)
+    clone = TransformerTranslator.from_config(model.get_config())
+    clone({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    clone.set_weights(model.get_weights())
+    inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
+    np.testing.assert_allclose(clone(inputs), model(inputs), atol=1e-6)
+    # The relative tables are the only source of order: with them, a
+    # reversed source encodes differently; with them zero, reversing the
+    # source reverses the encoder states.
+    memory, _ = model.encode(SOURCE[:1, :4])
+    reversed_memory, _ = model.encode(SOURCE[:1, :4][:, ::-1])
+    assert not np.allclose(reversed_memory[:, ::-1], memory, atol=1e-3)
+    for weight in model.weights:
+        if "key_relative" in weight.path:
+            weight.assign(np.zeros(weight.shape, "float32"))
+    memory, _ = model.encode(SOURCE[:1, :4])
+    reversed_memory, _ = model.encode(SOURCE[:1, :4][:, ::-1])
+    np.testing.assert_allclose(reversed_memory[:, ::-1], memory, atol=1e-5)
 
 
 def test_mixed_precision_logits_are_float32():

@@ -8,6 +8,7 @@ from keras import ops
 from keras_attention.ops import blocked_validity
 from keras_attention.ops import blocks_needed
 from keras_attention.ops import local_band_mask
+from keras_attention.ops import local_bias
 from keras_attention.ops import local_scores
 from keras_attention.ops import memory_blocks_2d
 from keras_attention.ops import merge_blocks
@@ -94,8 +95,11 @@ def test_local_scores_equal_dense_scores_in_the_memory():
     query = RNG.normal(size=(2, 6, 3, 4)).astype("float32")  # (B, T, N, H)
     key = RNG.normal(size=(2, 6, 3, 4)).astype("float32")
     dense = np.einsum("btnh,bsnh->bnts", query, key) * 0.5
+    heads_first = np.transpose(query, (0, 2, 1, 3))  # (B, N, T, H)
+    keys_first = np.transpose(key, (0, 2, 1, 3))
     blocked = np.array(local_scores(
-        split_blocks(query, 2), neighbour_blocks(split_blocks(key, 2), 1, 1),
+        split_blocks(heads_first, 2, axis=2),
+        neighbour_blocks(split_blocks(keys_first, 2, axis=2), 1, 1, axis=2),
         0.5))  # (B, N, G, b, K)
     for position in range(6):
         block, row = divmod(position, 2)
@@ -105,6 +109,24 @@ def test_local_scores_equal_dense_scores_in_the_memory():
                 np.testing.assert_allclose(
                     blocked[:, :, block, row, k],
                     dense[:, :, position, other], atol=1e-5)
+
+
+def test_local_bias_is_zero_exactly_where_attending_is_allowed():
+    key_valid = RNG.random((2, 3, 6)) > 0.3  # (B, G, K)
+    geometry = RNG.random((4, 6)) > 0.5  # (Q, K)
+    bias = np.array(local_bias(key_valid, geometry))
+    assert bias.shape == (2, 1, 3, 4, 6) and bias.dtype == np.float32
+    allowed = key_valid[:, None, :, None, :] & geometry[None, None, None]
+    np.testing.assert_array_equal(bias == 0, allowed)
+    np.testing.assert_array_equal(bias[~allowed], -1e9)
+    # Added to the logits, masked keys get exactly zero weight, and a row
+    # with every key masked stays finite.
+    scores = RNG.normal(size=(2, 5, 3, 4, 6)).astype("float32") * 30
+    weights = np.array(ops.softmax(scores + bias, axis=-1))
+    assert np.isfinite(weights).all()
+    rows = allowed.any(-1, keepdims=True)
+    np.testing.assert_array_equal(weights[np.broadcast_to(
+        ~allowed & rows, weights.shape)], 0.0)
 
 
 def test_unknown_length_in_tf_function():

@@ -4,16 +4,20 @@ from keras_attention.translator import TrainingConfig
 from keras_attention.translator import train
 
 
-@pytest.fixture(scope="session")
-def trained(tmp_path_factory):
+@pytest.fixture(scope="session", params=[None, 4],
+                ids=["sinusoidal", "relative"])
+def trained(tmp_path_factory, request):
     """A tiny translator trained briefly on the synthetic corpus: far from
     good, but its outputs vary with the input, which the decoding and
-    export checks need."""
+    export checks need. Once with the paper's sinusoidal positions, once
+    with relative-position self-attention (δ = 4, keys and values)."""
     directory = tmp_path_factory.mktemp("translator")
     translator = train(TrainingConfig(
         output_dir=str(directory), train_size=2000, epochs=5,
         bleu_sentences=0, verbose=0, warmup_steps=100,
         learning_rate_scale=2.0, max_length=48,
+        max_relative_position=request.param,
+        relative_values=request.param is not None,
     ))
     return translator, directory
 
