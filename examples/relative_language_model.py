@@ -1,6 +1,6 @@
 """
-Title: A relative-position language model that continues patterns longer than it was trained on
-Description: decoder-only Transformers, sinusoidal vs relative positions (Shaw et al., 2018).
+Title: Relative positions: a language model that continues longer patterns
+Description: decoder-only Transformers, sinusoidal vs relative (Shaw, 2018).
 
 Each sequence repeats a motif of 2-8 distinct symbols (e.g. `c a f c a f c a
 ...`), so every token after the first period is the token one period back.
@@ -133,7 +133,9 @@ def train(model, rng, steps, batch_size=64):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[1])
+    parser = argparse.ArgumentParser(
+        description=__doc__.strip().splitlines()[0]
+    )
     parser.add_argument("--steps", type=int, default=600,
                         help="training steps of 64 sequences (default: 600)")
     parser.add_argument("--seed", type=int, default=0)

@@ -35,7 +35,6 @@ from keras_attention.training import corpus_bleu
 from keras_attention.training import describe
 from keras_attention.training import strategy_from_environment
 
-
 # Keras dtype policies a run may train under. mixed_bfloat16 is the fast one
 # on CPUs with AVX512-BF16 (2.3x the float32 steps per second on this
 # project's 2-core machine) and on TPUs; mixed_float16 on GPUs.
