@@ -110,11 +110,12 @@ def main():
                         help="learning-rate warm-up steps (default: 1000; "
                         "an hour on 2 cores is about 2000 steps)")
     parser.add_argument("--learning-rate-scale", type=float, default=1.0)
-    parser.add_argument("--tokens-per-batch", type=int, default=4096)
+    parser.add_argument("--tokens-per-batch", type=int, default=4096,
+                        help="tokens per training batch (default: 4096)")
     parser.add_argument("--precision", default="mixed_bfloat16",
                         help="Keras dtype policy (default: mixed_bfloat16, "
-                             "2.3x the float32 speed on a CPU with "
-                             "AVX512-BF16; use float32 on one without)")
+                             "fast on CPUs with AVX512-BF16; use float32 on "
+                             "one without)")
     parser.add_argument("--evaluate-only", action="store_true",
                         help="skip training: evaluate the translator saved "
                              "in --output-dir by an earlier run")
@@ -126,18 +127,28 @@ def main():
     parser.add_argument("--decode-batch", type=int, default=32)
     args = parser.parse_args()
 
+    if args.average_last < 1:
+        parser.error(f"--average-last must be >= 1, received: "
+                     f"{args.average_last}")
+
+    started = time.time()
     if args.evaluate_only:
         translator = Translator.load(args.output_dir)
         print(f"evaluating the translator trained in {args.output_dir}")
+        started = 0.0  # any checkpoint of the folder
     else:
         translator = train_for(args)
     test = load_multi30k("test", args.data_dir)
     print(f"sacreBLEU on test_2016_flickr ({len(test)} sentences):")
     bleu(translator, test)
+    # The newest epoch checkpoints, written by this run when it trained
+    # (an earlier run in the same folder may have left others).
     checkpoints = sorted(
-        (pathlib.Path(args.output_dir) / "checkpoints").glob("*.weights.h5")
+        (path for path in (pathlib.Path(args.output_dir) / "checkpoints")
+         .glob("*.weights.h5") if path.stat().st_mtime >= started),
+        key=lambda path: path.stat().st_mtime,
     )[-args.average_last:]
-    if args.average_last > 1 and len(checkpoints) > 1:
+    if len(checkpoints) > 1:
         average_checkpoints(translator.model, checkpoints)
         print(f"the average of the last {len(checkpoints)} epoch checkpoints "
               f"({checkpoints[0].name} .. {checkpoints[-1].name}):")

@@ -39,9 +39,9 @@ TRAIN_HELP = {
     "label_smoothing": "label smoothing of the cross-entropy (0.1 in the "
                        "paper)",
     "clipnorm": "clip each gradient to this norm (0 disables)",
-    "precision": "Keras dtype policy: float32, mixed_bfloat16 (2.3x faster "
-                 "on CPUs with AVX512-BF16, and on TPUs) or mixed_float16 "
-                 "(GPUs)",
+    "precision": "Keras dtype policy: float32, mixed_bfloat16 (for CPUs "
+                 "with AVX512-BF16, where it is much faster, and TPUs) or "
+                 "mixed_float16 (GPUs)",
     "checkpoint_every": "steps between backups (for resuming)",
     "bleu_sentences": "validation sentences translated for the BLEU printed "
                       "after each epoch (0 disables)",

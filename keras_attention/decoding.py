@@ -70,8 +70,8 @@ def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
         done = done | (index >= limits)  # each row stops at its own limit
         chosen = tf.where(done, PAD_ID, chosen)
         tokens = tokens.write(index, chosen)
-        attention = attention.write(
-            index, tf.cast(tf.reduce_mean(scores, axis=1), tf.float32))
+        attention = attention.write(  # float32 under any policy
+            index, tf.reduce_mean(tf.cast(scores, tf.float32), axis=1))
         return (index + 1, chosen, done | tf.equal(chosen, EOS_ID), cache,
                 tokens, attention)
 
@@ -96,6 +96,14 @@ def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
     attention = tf.transpose(attention.stack(), [1, 0, 2])  # (B, T, S)
     attention = tf.reshape(attention, [batch, -1, source_length])
     return tokens, attention
+
+
+def _cast_floats(structure, dtype):
+    """Cast the floating-point tensors of a nested structure (no-op casts
+    when the dtype already matches)."""
+    return tf.nest.map_structure(
+        lambda t: tf.cast(t, dtype) if t.dtype.is_floating else t, structure
+    )
 
 
 def beam_search_decode(model, encoder_tokens, beam_size=4, alpha=0.6,
@@ -127,19 +135,24 @@ def beam_search_decode(model, encoder_tokens, beam_size=4, alpha=0.6,
         real = tf.reduce_sum(tf.cast(tf.not_equal(source, PAD_ID), tf.int32))
         source = source[None, : tf.maximum(real, 1)]  # (1, S)
         memory, source_mask = model.encode(source)
-        # Every cache leaf is float32 with a leading batch axis (beam search
-        # tiles and reorders them per beam).
+        # Every cache leaf has a leading batch axis (beam search tiles and
+        # reorders them per beam) and is float32, as the beam search (which
+        # scores beams in float32) requires; under a mixed policy the
+        # keys/values go back to the compute dtype for each step.
         cache = {
-            "decoder": model.initial_cache(memory, limit),
+            "decoder": _cast_floats(model.initial_cache(memory, limit),
+                                    tf.float32),
             "source_mask": tf.cast(source_mask, tf.float32),
         }
 
         def symbols_to_logits(ids, index, cache):
             source_mask = cache["source_mask"] > 0.5
             logits, decoder_cache, _ = model.decode_step(
-                ids[:, -1:], index, cache["decoder"], source_mask
+                ids[:, -1:], index,
+                _cast_floats(cache["decoder"], model.compute_dtype),
+                source_mask,
             )
-            return logits, {"decoder": decoder_cache,
+            return logits, {"decoder": _cast_floats(decoder_cache, tf.float32),
                             "source_mask": cache["source_mask"]}
 
         sequences, _ = beam_search.sequence_beam_search(

@@ -36,8 +36,9 @@ from keras_attention.training import describe
 from keras_attention.training import strategy_from_environment
 
 # Keras dtype policies a run may train under. mixed_bfloat16 is the fast one
-# on CPUs with AVX512-BF16 (2.3x the float32 steps per second on this
-# project's 2-core machine) and on TPUs; mixed_float16 on GPUs.
+# on CPUs with AVX512-BF16 (2.3x the float32 steps per second in a
+# synthetic-batch test on this project's 2-core machine) and on TPUs;
+# mixed_float16 on GPUs.
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
@@ -71,6 +72,13 @@ class TrainingConfig:
     def __post_init__(self):
         _validation.choice("corpus", self.corpus, ("synthetic", "multi30k"))
         _validation.choice("precision", self.precision, PRECISIONS)
+        _validation.optional_positive_int("max_relative_position",
+                                          self.max_relative_position)
+        if self.relative_values and self.max_relative_position is None:
+            raise ValueError(
+                "`relative_values=True` needs `max_relative_position`, "
+                "received: max_relative_position=None"
+            )
         _validation.positive_int("epochs", self.epochs)
         _validation.positive_int("batch_size", self.batch_size)
         _validation.positive_int("vocabulary_size", self.vocabulary_size)
@@ -211,14 +219,15 @@ def train(config=None, callbacks=(), **overrides):
                                shuffle=False, **batching)
     print(f"training data: {report}")
 
-    previous_policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(config.precision)
     with strategy.scope():
         model = TransformerTranslator.from_preset(
             config.preset, tokenizer.vocabulary_size,
             tokenizer.vocabulary_size, share_embeddings=True,
             max_relative_position=config.max_relative_position,
             relative_values=config.relative_values,
+            # The model passes its policy to every sub-layer; the global
+            # policy is left alone.
+            dtype=config.precision,
         )
         build(model)
         schedule = TransformerSchedule(model.hidden_dim, config.warmup_steps,
@@ -260,5 +269,4 @@ def train(config=None, callbacks=(), **overrides):
     (output_dir / "training_config.json").write_text(
         json.dumps(dataclasses.asdict(config), indent=2)
     )
-    keras.config.set_dtype_policy(previous_policy)
     return translator

@@ -103,6 +103,7 @@ class TranslatorModule(tf.Module):
             "tokens": tokens,
             "pieces": self.target_tokenizer.id_to_piece(tokens),
             "source_pieces": self.source_tokenizer.id_to_piece(encoder_tokens),
-            "attention": tf.reduce_mean(scores, axis=1),
+            # float32 under any policy: (B, N, T, S) -> (B, T, S)
+            "attention": tf.reduce_mean(tf.cast(scores, tf.float32), axis=1),
             "truncated": truncated,
         }

@@ -133,9 +133,18 @@ class LocalAttention2D(MultiHeadSelfAttention):
         flat = ops.reshape(inputs, (batch, -1, inputs.shape[-1]))
         key, value = self.compute_key_value(flat)  # (B, H·W, N, K|V)
 
-        def image(projected):  # (B, H·W, N, K) -> (B, H, W, N, K)
+        heads = self.num_heads
+
+        def head_images(projected):  # (B, H·W, N, K) -> (B·N, H, W, K)
+            size = projected.shape[-1]
+            # Heads first before any block is expanded into its (larger)
+            # memory, so the transposes move the projections only.
+            projected = ops.transpose(projected, (0, 2, 1, 3))  # (B,N,H·W,K)
+            return ops.reshape(projected, (batch * heads, height, width, size))
+
+        def per_head(blocks):  # (B·N, G, Q|M, K) -> (B, N, G, Q|M, K)
             return ops.reshape(
-                projected, (batch, height, width) + tuple(projected.shape[2:])
+                blocks, (batch, heads, -1) + tuple(blocks.shape[2:])
             )
 
         def memory(tensor):  # (B, H, W, ...) -> (B, G, M, ...)
@@ -144,13 +153,11 @@ class LocalAttention2D(MultiHeadSelfAttention):
                 below=not self.masked,
             )
 
-        def heads_first(blocks):  # (B, G, Q|M, N, K) -> (B, N, G, Q|M, K)
-            return ops.transpose(blocks, (0, 3, 1, 2, 4))
-
-        query = attention_ops.split_blocks_2d(
-            image(self.query_dense(flat)), self.query_block
-        )  # (B, G, Q, N, K)
-        key, value = memory(image(key)), memory(image(value))  # (B, G, M, ·)
+        query = per_head(attention_ops.split_blocks_2d(
+            head_images(self.query_dense(flat)), self.query_block
+        ))  # (B, N, G, Q, K)
+        key = per_head(memory(head_images(key)))  # (B, N, G, M, K)
+        value = per_head(memory(head_images(value)))  # (B, N, G, M, V)
         valid = ops.cast(padding_mask, "float32")  # (B, H, W)
         query_valid = attention_ops.split_blocks_2d(valid, self.query_block)
         key_valid = memory(valid)  # (B, G, M)
@@ -158,7 +165,7 @@ class LocalAttention2D(MultiHeadSelfAttention):
             self.query_block, self.memory_flange, self.masked
         )  # (Q, M)
         scores = attention_ops.local_scores(
-            heads_first(query), heads_first(key), 1.0 / math.sqrt(self.key_dim)
+            query, key, 1.0 / math.sqrt(self.key_dim)
         )  # (B, N, G, Q, M)
         weights = ops.softmax(
             scores + attention_ops.local_bias(key_valid > 0.5, geometry),
@@ -180,15 +187,16 @@ class LocalAttention2D(MultiHeadSelfAttention):
             )
         weights = ops.cast(weights, self.compute_dtype)
         dropped = self.dropout_layer(weights, training=training)
-        context = attention_ops.local_weighted_sum(
-            dropped, heads_first(value)
-        )  # (B, N, G, Q, V)
-        context = ops.transpose(context, (0, 2, 3, 1, 4))  # (B, G, Q, N, V)
-        # (B, G, Q, N, V) -> (B, H, W, N, V) -> (B, H·W, N, V)
+        # (B, N, G, Q, M) x (B, N, G, M, V) -> (B, N, G, Q, V)
+        context = attention_ops.local_weighted_sum(dropped, value)
+        # (B, N, G, Q, V) -> (B·N, G, Q, V) -> (B·N, H, W, V)
         context = attention_ops.merge_blocks_2d(
-            context, (height, width), self.query_block
+            ops.reshape(context, (batch * heads, -1) + tuple(context.shape[3:])),
+            (height, width), self.query_block,
         )
-        context = ops.reshape(context, (batch, -1) + tuple(context.shape[3:]))
+        # (B·N, H, W, V) -> (B, N, H·W, V) -> (B, H·W, N, V)
+        context = ops.reshape(context, (batch, heads, -1, context.shape[-1]))
+        context = ops.transpose(context, (0, 2, 1, 3))
         if self.head_merge == "mean":
             context = ops.mean(context, axis=2)  # (B, H·W, V)
         output = self.output_dense(context)  # (B, H·W, D)

@@ -29,7 +29,8 @@ PRESETS = {
 class TransformerTranslator(keras.Model):
     """A Transformer translator built from the package's layers.
 
-    Token embeddings scaled by √D plus sinusoidal positions, `num_layers`
+    Token embeddings scaled by √D plus sinusoidal positions (or relative
+    self-attention, see `max_relative_position`), `num_layers`
     `TransformerEncoder` and `TransformerDecoder` blocks, and an output
     projection that is, with `tie_embeddings=True`, the transpose of the
     target embedding matrix (Press & Wolf, 2017; the paper also shares it).
@@ -129,23 +130,29 @@ class TransformerTranslator(keras.Model):
         self.target_embedding = keras.layers.Embedding(
             target_vocabulary_size, hidden_dim,
             embeddings_initializer=initializer, name="target_embedding",
+            dtype=self.dtype_policy,
         )
         self.source_embedding = (
             self.target_embedding if share_embeddings
             else keras.layers.Embedding(
                 source_vocabulary_size, hidden_dim,
                 embeddings_initializer=initializer, name="source_embedding",
+                dtype=self.dtype_policy,
             )
         )
         self.positions = None
         if max_relative_position is None:
-            self.positions = SinusoidalPositionEmbedding(name="positions")
-        self.embedding_dropout = keras.layers.Dropout(dropout)
+            self.positions = SinusoidalPositionEmbedding(
+                name="positions", dtype=self.dtype_policy
+            )
+        self.embedding_dropout = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy
+        )
         block = dict(
             intermediate_dim=intermediate_dim, num_heads=num_heads,
             dropout=dropout, normalize_first=normalize_first,
             max_relative_position=max_relative_position,
-            relative_values=relative_values,
+            relative_values=relative_values, dtype=self.dtype_policy,
         )
         self.encoder_blocks = [
             TransformerEncoder(**block, name=f"encoder_{i}")
@@ -158,13 +165,16 @@ class TransformerTranslator(keras.Model):
         self.final_norms = None
         if normalize_first:
             self.final_norms = [
-                keras.layers.LayerNormalization(epsilon=1e-5, name=name)
+                keras.layers.LayerNormalization(
+                    epsilon=1e-5, dtype=self.dtype_policy, name=name
+                )
                 for name in ("encoder_norm", "decoder_norm")
             ]
         self.output_projection = None
         if not tie_embeddings:
             self.output_projection = keras.layers.Dense(
-                target_vocabulary_size, name="output_projection"
+                target_vocabulary_size, dtype=self.dtype_policy,
+                name="output_projection",
             )
 
     @classmethod

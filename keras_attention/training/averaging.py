@@ -38,13 +38,13 @@ def average_checkpoints(model, paths):
         model.load_weights(path)
         weights = model.get_weights()
         if total is None:
-            total = [np.zeros(w.shape, "float64") for w in weights]
+            total = [np.zeros(weight.shape, "float64") for weight in weights]
         for index, weight in enumerate(weights):
             total[index] += weight
     last = model.get_weights()
     model.set_weights([
-        (sum_ / len(paths)).astype(weight.dtype)
+        (summed / len(paths)).astype(weight.dtype)
         if np.issubdtype(weight.dtype, np.floating) else weight
-        for sum_, weight in zip(total, last)
+        for summed, weight in zip(total, last)
     ])
     return model

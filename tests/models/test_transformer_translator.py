@@ -108,6 +108,25 @@ def test_relative_positions_replace_the_sinusoids():
     np.testing.assert_allclose(reversed_memory[:, ::-1], memory, atol=1e-5)
 
 
+@pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
+def test_a_model_policy_reaches_every_sub_layer(policy):
+    # Under the float32 global policy: the model's own `dtype` decides, so
+    # a model rebuilt from its config computes as the trained one did.
+    model = small(dtype=policy, max_relative_position=2)
+    compute = policy.split("_")[1]
+    layers = model._flatten_layers(include_self=False, recursive=True)
+    assert {layer.dtype_policy.name for layer in layers} == {policy}
+    clone = TransformerTranslator.from_config(model.get_config())
+    clone({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    clone.set_weights(model.get_weights())
+    memory, _ = clone.encode(SOURCE)
+    assert keras.backend.standardize_dtype(memory.dtype) == compute
+    inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
+    logits = np.array(model(inputs))
+    np.testing.assert_array_equal(np.array(clone(inputs)), logits)
+    assert logits.dtype == np.float32 and np.isfinite(logits).all()
+
+
 def test_mixed_precision_logits_are_float32():
     keras.config.set_dtype_policy("mixed_float16")
     model = small()

@@ -10,6 +10,7 @@ from keras_attention.ops import blocks_needed
 from keras_attention.ops import local_band_mask
 from keras_attention.ops import local_bias
 from keras_attention.ops import local_scores
+from keras_attention.ops import masked_softmax
 from keras_attention.ops import memory_blocks_2d
 from keras_attention.ops import merge_blocks
 from keras_attention.ops import merge_blocks_2d
@@ -95,11 +96,11 @@ def test_local_scores_equal_dense_scores_in_the_memory():
     query = RNG.normal(size=(2, 6, 3, 4)).astype("float32")  # (B, T, N, H)
     key = RNG.normal(size=(2, 6, 3, 4)).astype("float32")
     dense = np.einsum("btnh,bsnh->bnts", query, key) * 0.5
-    heads_first = np.transpose(query, (0, 2, 1, 3))  # (B, N, T, H)
-    keys_first = np.transpose(key, (0, 2, 1, 3))
+    query_heads = np.transpose(query, (0, 2, 1, 3))  # (B, N, T, H)
+    key_heads = np.transpose(key, (0, 2, 1, 3))
     blocked = np.array(local_scores(
-        split_blocks(heads_first, 2, axis=2),
-        neighbour_blocks(split_blocks(keys_first, 2, axis=2), 1, 1, axis=2),
+        split_blocks(query_heads, 2, axis=2),
+        neighbour_blocks(split_blocks(key_heads, 2, axis=2), 1, 1, axis=2),
         0.5))  # (B, N, G, b, K)
     for position in range(6):
         block, row = divmod(position, 2)
@@ -127,6 +128,10 @@ def test_local_bias_is_zero_exactly_where_attending_is_allowed():
     rows = allowed.any(-1, keepdims=True)
     np.testing.assert_array_equal(weights[np.broadcast_to(
         ~allowed & rows, weights.shape)], 0.0)
+    # Rows with an allowed key: the masked softmax of the boolean mask.
+    reference = np.array(masked_softmax(scores, allowed))
+    keep = np.broadcast_to(rows, weights.shape)
+    np.testing.assert_allclose(weights[keep], reference[keep], atol=1e-6)
 
 
 def test_unknown_length_in_tf_function():

@@ -18,8 +18,8 @@ def test_average_of_saved_weights_is_their_mean(tmp_path):
     rng = np.random.default_rng(0)
     saved = []
     for index in range(3):
-        weights = [rng.normal(size=w.shape).astype("float32")
-                   for w in model.get_weights()]
+        weights = [rng.normal(size=weight.shape).astype("float32")
+                   for weight in model.get_weights()]
         model.set_weights(weights)
         model.save_weights(tmp_path / f"{index}.weights.h5")
         saved.append(weights)

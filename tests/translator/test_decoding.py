@@ -117,3 +117,18 @@ def test_length_arguments_are_checked(trained):
         greedy_decode(translator.model, source, length_offset=-1)
     with pytest.raises(ValueError, match="length_ratio=0"):
         greedy_decode(translator.model, source, length_ratio=0)
+
+
+def test_decoding_under_a_mixed_policy_returns_float32_attention():
+    from keras_attention.models import TransformerTranslator
+
+    model = TransformerTranslator.from_preset("tiny", 40, 40,
+                                              dtype="mixed_bfloat16")
+    source = np.random.default_rng(0).integers(3, 40, (3, 6)).astype("int32")
+    model({"encoder_tokens": source, "decoder_tokens": source})
+    tokens, attention = greedy_decode(model, source, max_length=8)
+    assert attention.dtype == tf.float32
+    np.testing.assert_allclose(attention.numpy().sum(-1)[tokens.numpy() != 0],
+                               1.0, atol=1e-2)
+    beam = beam_search_decode(model, source, beam_size=2, max_length=8)
+    assert beam.dtype == tf.int32 and beam.shape[0] == 3
