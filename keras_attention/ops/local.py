@@ -30,6 +30,20 @@ def _dims(x):
     ]
 
 
+def _slice_axis(x, axis, start, size):
+    """`x` sliced to `[start, start + size)` along `axis`. `ops.slice`, not
+    `[]`: on TensorFlow a strided slice's gradient is several times slower
+    on CPU (fwd+bwd of the neighbour blocks at n=8192: ~120-190 ms with
+    `[]`, ~30 ms with `ops.slice`)."""
+    starts = [0] * len(x.shape)
+    starts[axis] = start
+    # Static sizes where known (not -1), so shape inference keeps them even
+    # when `size` is a tensor.
+    sizes = _dims(x)
+    sizes[axis] = size
+    return ops.slice(x, starts, sizes)
+
+
 def split_blocks(x, block_size, axis=1):
     """Cut `axis` into blocks, padding its end with zeros.
 
@@ -71,8 +85,7 @@ def merge_blocks(blocks, length, axis=1):
     # (..., G, b, ...) -> (..., G * b, ...)
     new_shape = shape[:axis] + [size] + shape[axis + 2:]
     merged = ops.reshape(blocks, new_shape)
-    index = [slice(None)] * axis + [slice(0, length)]
-    return merged[tuple(index)]
+    return _slice_axis(merged, axis, 0, length)
 
 
 def neighbour_blocks(blocks, before, after, axis=1):
@@ -105,12 +118,11 @@ def neighbour_blocks(blocks, before, after, axis=1):
     padding = [[0, 0]] * len(blocks.shape)
     padding[axis] = [before, after]
     padded = ops.pad(blocks, padding)  # (..., L + G + R, b, ...)
-    span = before + after
-    pieces = []
-    for shift in range(span + 1):
-        stop = shift - span if shift < span else None
-        index = [slice(None)] * axis + [slice(shift, stop)]
-        pieces.append(padded[tuple(index)])  # (..., G, b, ...)
+    count = blocks.shape[axis] or ops.shape(blocks)[axis]  # G
+    pieces = [
+        _slice_axis(padded, axis, shift, count)  # (..., G, b, ...)
+        for shift in range(before + after + 1)
+    ]
     return ops.concatenate(pieces, axis=axis + 1)
 
 
@@ -295,12 +307,12 @@ def memory_blocks_2d(x, query_block, memory_flange, below=True):
     x = split_blocks(x, height, axis=1)  # (B, gh, h, W, ...)
     x = neighbour_blocks(x, up, down, axis=1)  # (B, gh, (u+1+d)·h, W, ...)
     top = up * height - flange_height
-    x = x[:, :, top:top + flange_height + height + flange_below]
+    x = _slice_axis(x, 2, top, flange_height + height + flange_below)
     side = blocks_needed(flange_width, width)
     x = split_blocks(x, width, axis=3)  # (B, gh, mh, gw, w, ...)
     x = neighbour_blocks(x, side, side, axis=3)  # (B, gh, mh, gw, ·, ...)
     left = side * width - flange_width
-    x = x[:, :, :, :, left:left + 2 * flange_width + width]
+    x = _slice_axis(x, 4, left, 2 * flange_width + width)
     return _blocks_first(x)  # (B, G, mh·mw, ...)
 
 
