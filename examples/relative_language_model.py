@@ -14,16 +14,25 @@ tokens:
   their self-attention is a `RelativeAttention` over clipped distances
   and there are no absolute positions at all.
 
-The relative model only ever sees distances up to δ, whatever the length,
-so positions 33-96 look to it like positions it has trained on; the
-absolute model has never seen the sinusoids of positions past 32. The
-script prints next-token accuracy (on the tokens that are predictable:
-those after the first period) at both lengths, then continues a prompt
-with each model's key/value cache and checks that the cached generation
-equals re-running the model on the whole prefix at every step.
+The relative model only ever sees distances up to δ, whatever the length;
+the absolute model has never seen the sinusoids of positions past 32. The
+script prints next-token accuracy on the predictable tokens (those after
+the first period) at both lengths. It then continues a prompt with each
+model's key/value cache, and checks that the cached generation equals
+re-running the model on the whole prefix at every step.
+
+What we measured (defaults, 2 cores, 45 s): both models learn the rule
+and both carry it to three times the training length:
+- relative: 99.4% at length 32, 99.7% at 96;
+- absolute: 100% and 99.7%.
+
+The rule can be found by content (the token after the previous occurrence
+of the current one), so on this task absolute positions do no harm. The
+example shows a relative-position language model built from the public
+blocks, with cached generation, rather than a win for either.
 
 Run: `python examples/relative_language_model.py [--steps N] [--seed S]`
-(about a minute on 2 cores with the defaults).
+(about 45 seconds on 2 cores with the defaults).
 """
 
 import argparse
