@@ -30,11 +30,13 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from keras_attention.models import TransformerTranslator  # noqa: E402
 from keras_attention.text import BOS_ID  # noqa: E402
 from keras_attention.text import load_multi30k  # noqa: E402
 from keras_attention.training import average_checkpoints  # noqa: E402
 from keras_attention.translator import TrainingConfig  # noqa: E402
 from keras_attention.translator import Translator  # noqa: E402
+from keras_attention.translator import build  # noqa: E402
 from keras_attention.translator import train  # noqa: E402
 
 
@@ -123,6 +125,9 @@ def main():
                         help="also evaluate the average of the last K "
                              "epoch checkpoints (Vaswani et al. average 5; "
                              "default: 5; 1 disables)")
+    parser.add_argument("--decoding-only", action="store_true",
+                        help="with --evaluate-only: skip BLEU, measure only "
+                             "the cached/uncached decoding speed")
     parser.add_argument("--decode-tokens", type=int, default=64)
     parser.add_argument("--decode-batch", type=int, default=32)
     args = parser.parse_args()
@@ -139,6 +144,9 @@ def main():
     else:
         translator = train_for(args)
     test = load_multi30k("test", args.data_dir)
+    if args.decoding_only:
+        decoding_speed(translator, test, args)
+        return
     print(f"sacreBLEU on test_2016_flickr ({len(test)} sentences):")
     bleu(translator, test)
     # The newest epoch checkpoints, written by this run when it trained
@@ -193,23 +201,34 @@ def bleu(translator, test):
 
 
 def decoding_speed(translator, test, args):
-    """Cached against uncached greedy decoding of a fixed length."""
+    """Cached against uncached greedy decoding of a fixed length, with the
+    model's own policy and, when that is a mixed one, with a float32 copy
+    of the same weights."""
     texts = [pair[0] for pair in test[: args.decode_batch]]
     source = translator.module.encode_text(tf.constant(texts))[0]
-    decoders = fixed_length_decoders(translator.model)
+    models = {translator.model.dtype_policy.name: translator.model}
+    if "float32" not in models:
+        config = {**translator.model.get_config(), "dtype": "float32"}
+        copy = TransformerTranslator.from_config(config)
+        build(copy)
+        copy.set_weights(translator.model.get_weights())
+        models["float32"] = copy
     steps = tf.constant(args.decode_tokens)
-    timings = {}
-    outputs = {}
-    for cached, decoder in decoders.items():
-        decoder(source, steps)  # trace and warm up
-        started = time.perf_counter()
-        outputs[cached] = decoder(source, steps).numpy()
-        timings[cached] = time.perf_counter() - started
-    same = np.mean(outputs[True] == outputs[False])
-    print(f"\ngreedy decoding of {args.decode_tokens} tokens for "
-          f"{len(texts)} sentences: cached {timings[True]:.2f} s, uncached "
-          f"{timings[False]:.2f} s, ratio {timings[False] / timings[True]:.1f}x"
-          f" (same token at {same:.1%} of positions)")
+    for policy, model in models.items():
+        decoders = fixed_length_decoders(model)
+        timings = {}
+        outputs = {}
+        for cached, decoder in decoders.items():
+            decoder(source, steps)  # trace and warm up
+            started = time.perf_counter()
+            outputs[cached] = decoder(source, steps).numpy()
+            timings[cached] = time.perf_counter() - started
+        same = np.mean(outputs[True] == outputs[False])
+        print(f"\n{policy}: greedy decoding of {args.decode_tokens} tokens "
+              f"for {len(texts)} sentences: cached {timings[True]:.2f} s, "
+              f"uncached {timings[False]:.2f} s, ratio "
+              f"{timings[False] / timings[True]:.1f}x (same token at "
+              f"{same:.1%} of positions)")
 
 
 if __name__ == "__main__":
