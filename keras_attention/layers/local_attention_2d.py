@@ -171,10 +171,13 @@ class LocalAttention2D(MultiHeadSelfAttention):
             scores + attention_ops.local_bias(key_valid > 0.5, geometry),
             axis=-1,
         )
-        # Padded query pixels attend to nothing: (B, 1, G, Q, 1).
-        weights = weights * ops.cast(query_valid, weights.dtype)[
-            :, None, :, :, None
-        ]
+        if self.diversity_penalty > 0.0 or return_attention_scores:
+            # Padded query pixels attend to nothing: (B, 1, G, Q, 1). Only
+            # for the weights shown or penalised; their contexts are zeroed
+            # below, as in `LocalSelfAttention`.
+            weights = weights * ops.cast(query_valid, weights.dtype)[
+                :, None, :, :, None
+            ]
         if self.diversity_penalty > 0.0:
             shape = ops.shape(weights)
             # (B, N, G, Q, M) -> (B, N, G·Q, M)
@@ -197,6 +200,9 @@ class LocalAttention2D(MultiHeadSelfAttention):
         # (B·N, H, W, V) -> (B, N, H·W, V) -> (B, H·W, N, V)
         context = ops.reshape(context, (batch, heads, -1, context.shape[-1]))
         context = ops.transpose(context, (0, 2, 1, 3))
+        # A padded pixel's context is zero, as if it attended to nothing.
+        valid_pixels = ops.reshape(padding_mask, (batch, -1, 1, 1))
+        context = context * ops.cast(valid_pixels, context.dtype)
         if self.head_merge == "mean":
             context = ops.mean(context, axis=2)  # (B, H·W, V)
         output = self.output_dense(context)  # (B, H·W, D)

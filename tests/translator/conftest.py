@@ -19,6 +19,8 @@ def trained(tmp_path_factory, request):
         max_relative_position=request.param,
         relative_values=request.param is not None,
     ))
+    # The two variants really differ: no sinusoids in the relative one.
+    assert (translator.model.positions is None) == (request.param is not None)
     return translator, directory
 
 
