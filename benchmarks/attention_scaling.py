@@ -25,6 +25,15 @@ median of `--repeats` runs after one warm-up. The layers of one shape are
 timed round-robin in one process, so drift in the machine's load affects
 them alike; "x ref" divides by `MultiHeadSelfAttention` of the same shape.
 
+Work: "GFLOP" counts the multiply-adds (x2) of every matrix product in
+the traced fwd+bwd graph that its outputs need (the Einsum and MatMul ops,
+from their static shapes; pruned gradients, such as the input's, are not
+counted), and "GFLOP/s" divides it by the measured time. Full attention does
+~8x the work of local attention at n=8192 with r=128 (blocks of 128, 384
+keys per query), so a 10x speed-up needs the local layer to run its
+products faster per FLOP than full attention runs its large ones: the last
+lines print that rate next to the measured ones.
+
 Peak memory: each (layer, shape) runs in fresh subprocesses (`--memory-runs`
 of them; the table shows the median and, with several, the range). Each
 builds the layer and traces the step, runs one warm-up step and one
@@ -98,8 +107,10 @@ MIB = 2.0 ** 20
 # Memory subprocesses whose (B, N, L, L) float32 logits exceed this run one
 # at a time; smaller ones `--jobs` at a time.
 EXCLUSIVE_LOGITS_BYTES = 512 * MIB
-HEADER = ("| section | size | layer | fwd+bwd ms | x ref time | tensor MiB "
-          "| x ref mem | RSS MiB |")
+HEADER = ("| section | size | layer | fwd+bwd ms | x ref time | GFLOP "
+          "| GFLOP/s | tensor MiB | x ref mem | RSS MiB |")
+PRODUCTS = ("Einsum", "MatMul", "BatchMatMul", "BatchMatMulV2",
+            "BatchMatMulV3")
 
 
 class NaiveRelativeAttention(RelativeAttention):
@@ -187,6 +198,40 @@ def fwd_bwd(layer, x, kwargs):
                 for g in tape.gradient(loss, variables)]
 
     return step, lambda: [g.numpy() for g in step()]
+
+
+def _product_flops(op):
+    """2 x the multiply-adds of one Einsum or (Batch)MatMul op, from the
+    static shapes of its inputs and output."""
+    if op.type == "Einsum":
+        equation = op.get_attr("equation").decode()
+        operands = equation.split("->")[0].split(",")
+        sizes = {}
+        for letters, tensor in zip(operands, op.inputs):
+            if "." in letters:
+                raise ValueError(f"cannot count an ellipsis einsum: {equation}")
+            sizes.update(zip(letters, tensor.shape.as_list()))
+        return 2 * math.prod(sizes.values())
+    # (Batch)MatMul: output elements x the contracted size.
+    adjoint = "transpose_a" if op.type == "MatMul" else "adj_x"
+    left = op.inputs[0].shape.as_list()
+    contracted = left[-2] if op.get_attr(adjoint) else left[-1]
+    return 2 * math.prod(op.outputs[0].shape.as_list()) * contracted
+
+
+def product_flops(step):
+    """FLOPs of the matrix products one call of the `tf.function` `step`
+    runs: the Einsum/MatMul ops its outputs depend on (the executor prunes
+    the others, e.g. the gradient of the constant input)."""
+    graph = step.get_concrete_function().graph
+    needed, pending = set(), [tensor.op for tensor in graph.outputs]
+    while pending:
+        op = pending.pop()
+        if op not in needed:
+            needed.add(op)
+            pending.extend(tensor.op for tensor in op.inputs)
+            pending.extend(op.control_inputs)
+    return sum(_product_flops(op) for op in needed if op.type in PRODUCTS)
 
 
 def alternating_medians(functions, repeats, warmup=1):
@@ -379,18 +424,21 @@ def main():
     print(f"memory measured at {time.perf_counter() - started:.0f} s",
           file=sys.stderr, flush=True)
 
-    seconds = {}
+    seconds, flops = {}, {}
     for section, length, variants in configs:
         x, layers = build_layers(section, length, variants,
                                  args.max_relative_position)
         if section == "relative":
             check_relative_outputs(x, layers)
-        functions = [fwd_bwd(layer, x, kwargs)[1]
-                     for layer, kwargs in layers.values()]
+        steps = [fwd_bwd(layer, x, kwargs) for layer, kwargs in
+                 layers.values()]
+        functions = [run for _, run in steps]
+        for variant, (step, _) in zip(variants, steps):
+            flops[section, variant, length] = product_flops(step)
         for variant, value in zip(variants,
                                   alternating_medians(functions, repeats)):
             seconds[section, variant, length] = value
-        del x, layers, functions
+        del x, layers, functions, steps
         gc.collect()
         print(f"timed {section} {length} at "
               f"{time.perf_counter() - started:.0f} s", file=sys.stderr,
@@ -411,14 +459,17 @@ def main():
 
     print()
     print(HEADER)
-    print("|---|---:|---|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
     for section, length, variants in configs:
         size = f"{'T' if section == 'relative' else 'n'}={length}"
         for variant in variants:
             results = memory[section, variant, length]
+            work = flops[section, variant, length]
             print(f"| {section} | {size} | {LABELS[variant]} | "
                   f"{seconds[section, variant, length] * 1e3:.1f} | "
                   f"{ratio('time', section, variant, length):.2f} | "
+                  f"{work / 1e9:.2f} | "
+                  f"{work / seconds[section, variant, length] / 1e9:.0f} | "
                   f"{mib_cell(summary(results, 'tensor'))} | "
                   f"{fmt(ratio('memory', section, variant, length), '.2f')} "
                   f"| {mib_cell(summary(results, 'rss'))} |")
@@ -450,6 +501,21 @@ def main():
     print(f"also at n={widest}: full/projections-only time "
           f"{1.0 / ratio('time', 'local', 'projections', widest):.2f}x "
           f"(the most any local attention could gain at D={DIM})")
+    def rate(variant):  # GFLOP/s of a local-section row at n=widest
+        key = ("local", variant, widest)
+        return flops[key] / seconds[key] / 1e9
+
+    work_ratio = flops["local", "mhsa", widest] / flops["local", "local",
+                                                        widest]
+    needed = 10.0 * flops["local", "local", widest] / (
+        seconds["local", "mhsa", widest] * 1e9)
+    print(f"also at n={widest}: full/local product work {work_ratio:.2f}x "
+          f"({flops['local', 'mhsa', widest] / 1e9:.1f} vs "
+          f"{flops['local', 'local', widest] / 1e9:.1f} GFLOP); measured "
+          f"GFLOP/s: full {rate('mhsa'):.0f}, local {rate('local'):.0f}, "
+          f"projections {rate('projections'):.0f}; 10x needs local at "
+          f"{needed:.0f} GFLOP/s ({needed / rate('mhsa'):.2f}x full "
+          f"attention's rate)")
     print(f"load average at the end {os.getloadavg()[0]:.1f}; total "
           f"{time.perf_counter() - started:.0f} s")
 

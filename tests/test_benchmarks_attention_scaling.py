@@ -1,6 +1,8 @@
-"""Smoke test of benchmarks/attention_scaling.py: the quick run completes and
-prints the table and the ratios the issue asks for."""
+"""benchmarks/attention_scaling.py: the quick run completes and prints the
+table and the ratios the issue asks for; its FLOP counter agrees with the
+closed-form count of each layer's matrix products."""
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -18,8 +20,8 @@ def test_quick_run_prints_table_and_ratios():
     )
     assert result.returncode == 0, result.stderr[-3000:]
     lines = result.stdout.splitlines()
-    assert ("| section | size | layer | fwd+bwd ms | x ref time | tensor MiB "
-            "| x ref mem | RSS MiB |") in lines
+    assert ("| section | size | layer | fwd+bwd ms | x ref time | GFLOP "
+            "| GFLOP/s | tensor MiB | x ref mem | RSS MiB |") in lines
     rows = [line for line in lines if line.startswith(("| relative |",
                                                        "| local |"))]
     assert len(rows) == 2 * 4 + 2 * 3, result.stdout
@@ -32,3 +34,31 @@ def test_quick_run_prints_table_and_ratios():
     assert ratios[2].startswith("ratio: full/local time at n=512 = ")
     for line in ratios:
         assert line.endswith((": met", ": NOT met")), line
+    work = [line for line in lines if "product work" in line]
+    assert len(work) == 1 and work[0].startswith(
+        "also at n=512: full/local product work "), result.stdout
+
+
+def _bench_module():
+    spec = importlib.util.spec_from_file_location("attention_scaling", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_product_flops_equal_the_closed_form_counts():
+    """fwd+bwd products: four projections (forward, weight gradient, input
+    gradient except for the constant input's three: 9 products of
+    2·B·n·D² each) plus attention (q·k and weights·v forward, two
+    gradients each: 12·B·N·n·K·H for K keys per query)."""
+    bench = _bench_module()
+    n, batch, heads, dim = 512, bench.BATCH, bench.HEADS, bench.DIM
+    key_dim = dim // heads
+    x, layers = bench.build_layers("local", n, bench.LOCAL_VARIANTS, None)
+    projections = 9 * 2 * batch * n * dim * dim
+    keys = {"mhsa": n, "local": 3 * bench.WINDOW, "projections": 0}
+    for variant, (layer, kwargs) in layers.items():
+        step, _ = bench.fwd_bwd(layer, x, kwargs)
+        expected = projections + 12 * batch * heads * n * keys[variant] * (
+            key_dim)
+        assert bench.product_flops(step) == expected, variant
