@@ -203,6 +203,10 @@ def fwd_bwd(layer, x, kwargs):
 def _product_flops(op):
     """2 x the multiply-adds of one Einsum or (Batch)MatMul op, from the
     static shapes of its inputs and output."""
+    shapes = [tensor.shape for tensor in list(op.inputs) + list(op.outputs)]
+    if not all(shape.is_fully_defined() for shape in shapes):
+        raise ValueError(f"cannot count the FLOPs of {op.type} op {op.name}: "
+                         f"shapes {shapes} are not all static")
     if op.type == "Einsum":
         equation = op.get_attr("equation").decode()
         operands = equation.split("->")[0].split(",")
@@ -501,6 +505,7 @@ def main():
     print(f"also at n={widest}: full/projections-only time "
           f"{1.0 / ratio('time', 'local', 'projections', widest):.2f}x "
           f"(the most any local attention could gain at D={DIM})")
+
     def rate(variant):  # GFLOP/s of a local-section row at n=widest
         key = ("local", variant, widest)
         return flops[key] / seconds[key] / 1e9
