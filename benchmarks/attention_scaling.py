@@ -17,7 +17,8 @@ Section "local" (B=1, N=8, D=512, not causal): `LocalSelfAttention(window=128)`
 with the same weights, at n = 1024, 4096, 8192. A third row runs only the
 four projections (query, key, value, output) that every variant shares: no
 attention variant can be faster than that, so full / projections bounds the
-full / local speed-up.
+full / local speed-up. `--local-block-sizes 64 32` adds rows of the local
+layer with other block sizes (fewer keys per query, smaller products).
 
 Time: forward+backward of a `tf.function` step (loss = sum of squared
 outputs, gradients of every trainable weight made dense, jit_compile off),
@@ -158,8 +159,11 @@ def build_layers(section, length, variants, max_relative_position):
     for variant in variants:
         if variant == "mhsa":
             layer = MultiHeadSelfAttention(HEADS, KEY_DIM)
-        elif variant == "local":
-            layer = LocalSelfAttention(HEADS, KEY_DIM, window=WINDOW)
+        elif variant.startswith("local"):  # "local" or "local<block size>"
+            layer = LocalSelfAttention(
+                HEADS, KEY_DIM, window=WINDOW,
+                block_size=int(variant[len("local"):] or WINDOW),
+            )
         elif variant == "projections":
             layer = ProjectionsOnly(HEADS, KEY_DIM)
         elif variant == "naive":
@@ -387,6 +391,11 @@ def main():
                         help="override the T of the relative section")
     parser.add_argument("--local-lengths", type=int, nargs="+",
                         help="override the n of the local section")
+    parser.add_argument("--local-block-sizes", type=int, nargs="+",
+                        default=[], metavar="B",
+                        help="also time LocalSelfAttention with these block "
+                             "sizes (the default row uses blocks of the "
+                             "window, 128)")
     parser.add_argument("--max-relative-position", type=int, default=None,
                         help="δ of the relative layers (default T-1)")
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
@@ -407,7 +416,16 @@ def main():
         QUICK_LOCAL_LENGTHS if args.quick else LOCAL_LENGTHS)
     configs = [("relative", length, RELATIVE_VARIANTS)
                for length in relative_lengths]
-    configs += [("local", length, LOCAL_VARIANTS) for length in local_lengths]
+    for block in args.local_block_sizes:
+        if block < 1:
+            parser.error(f"--local-block-sizes: each must be >= 1, "
+                         f"got {block}")
+        LABELS[f"local{block}"] = (f"LocalSelfAttention r={WINDOW} "
+                                   f"b={block}")
+    local_variants = LOCAL_VARIANTS + tuple(
+        f"local{block}" for block in args.local_block_sizes)
+    configs += [("local", length, local_variants)
+                for length in local_lengths]
     delta_text = ("T-1" if args.max_relative_position is None
                   else str(args.max_relative_position))
     threads = tf.config.threading.get_intra_op_parallelism_threads() or "all"

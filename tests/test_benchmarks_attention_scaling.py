@@ -14,7 +14,8 @@ SCRIPT = Path(__file__).resolve().parents[1] / "benchmarks" / (
 
 def test_quick_run_prints_table_and_ratios():
     result = subprocess.run(
-        [sys.executable, str(SCRIPT), "--quick", "--repeats", "1"],
+        [sys.executable, str(SCRIPT), "--quick", "--repeats", "1",
+         "--local-block-sizes", "64"],
         capture_output=True, text=True, timeout=300,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
     )
@@ -24,7 +25,8 @@ def test_quick_run_prints_table_and_ratios():
             "| GFLOP/s | tensor MiB | x ref mem | RSS MiB |") in lines
     rows = [line for line in lines if line.startswith(("| relative |",
                                                        "| local |"))]
-    assert len(rows) == 2 * 4 + 2 * 3, result.stdout
+    assert len(rows) == 2 * 4 + 2 * 4, result.stdout
+    assert sum("LocalSelfAttention r=128 b=64 |" in row for row in rows) == 2
     # Every memory subprocess answered: no "n/a" cell.
     assert not any("n/a" in row for row in rows), result.stdout
     ratios = [line for line in lines if line.startswith("ratio: ")]
@@ -54,9 +56,11 @@ def test_product_flops_equal_the_closed_form_counts():
     bench = _bench_module()
     n, batch, heads, dim = 512, bench.BATCH, bench.HEADS, bench.DIM
     key_dim = dim // heads
-    x, layers = bench.build_layers("local", n, bench.LOCAL_VARIANTS, None)
+    keys = {"mhsa": n, "projections": 0,
+            "local": 3 * bench.WINDOW,  # blocks of 128: 1 + 1 + 1 blocks
+            "local64": 5 * 64}  # blocks of 64: 2 + 1 + 2 blocks
+    x, layers = bench.build_layers("local", n, tuple(keys), None)
     projections = 9 * 2 * batch * n * dim * dim
-    keys = {"mhsa": n, "local": 3 * bench.WINDOW, "projections": 0}
     for variant, (layer, kwargs) in layers.items():
         step, _ = bench.fwd_bwd(layer, x, kwargs)
         expected = projections + 12 * batch * heads * n * keys[variant] * (
