@@ -114,6 +114,21 @@ PRODUCTS = ("Einsum", "MatMul", "BatchMatMul", "BatchMatMulV2",
             "BatchMatMulV3")
 
 
+def local_block_size(variant):
+    """The block size of a "local" (blocks of the window) or "local<b>"
+    variant; None for the other variants."""
+    if not variant.startswith("local"):
+        return None
+    return int(variant[len("local"):] or WINDOW)
+
+
+def label(variant):
+    """The variant's name in the table."""
+    if variant in LABELS:
+        return LABELS[variant]
+    return f"{LABELS['local']} b={local_block_size(variant)}"
+
+
 class NaiveRelativeAttention(RelativeAttention):
     """The reference the skew avoids: every pair's key embedding a_ij as a
     `(T, S, H)` tensor (one gather from the table), then
@@ -159,11 +174,9 @@ def build_layers(section, length, variants, max_relative_position):
     for variant in variants:
         if variant == "mhsa":
             layer = MultiHeadSelfAttention(HEADS, KEY_DIM)
-        elif variant.startswith("local"):  # "local" or "local<block size>"
-            layer = LocalSelfAttention(
-                HEADS, KEY_DIM, window=WINDOW,
-                block_size=int(variant[len("local"):] or WINDOW),
-            )
+        elif local_block_size(variant) is not None:
+            layer = LocalSelfAttention(HEADS, KEY_DIM, window=WINDOW,
+                                       block_size=local_block_size(variant))
         elif variant == "projections":
             layer = ProjectionsOnly(HEADS, KEY_DIM)
         elif variant == "naive":
@@ -420,8 +433,6 @@ def main():
         if block < 1:
             parser.error(f"--local-block-sizes: each must be >= 1, "
                          f"got {block}")
-        LABELS[f"local{block}"] = (f"LocalSelfAttention r={WINDOW} "
-                                   f"b={block}")
     local_variants = LOCAL_VARIANTS + tuple(
         f"local{block}" for block in args.local_block_sizes)
     configs += [("local", length, local_variants)
@@ -487,7 +498,7 @@ def main():
         for variant in variants:
             results = memory[section, variant, length]
             work = flops[section, variant, length]
-            print(f"| {section} | {size} | {LABELS[variant]} | "
+            print(f"| {section} | {size} | {label(variant)} | "
                   f"{seconds[section, variant, length] * 1e3:.1f} | "
                   f"{ratio('time', section, variant, length):.2f} | "
                   f"{work / 1e9:.2f} | "

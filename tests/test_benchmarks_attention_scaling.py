@@ -27,6 +27,11 @@ def test_quick_run_prints_table_and_ratios():
                                                        "| local |"))]
     assert len(rows) == 2 * 4 + 2 * 4, result.stdout
     assert sum("LocalSelfAttention r=128 b=64 |" in row for row in rows) == 2
+    # The work column: full attention at n=512 does 9 projection products
+    # (2·512·512² each) and 12·8·512·512·64 attention FLOPs, 4.03 GFLOP.
+    full = next(row for row in rows
+                if row.startswith("| local | n=512 | MultiHeadSelfAttention"))
+    assert full.split("|")[6].strip() == "4.03", full
     # Every memory subprocess answered: no "n/a" cell.
     assert not any("n/a" in row for row in rows), result.stdout
     ratios = [line for line in lines if line.startswith("ratio: ")]
