@@ -1,12 +1,42 @@
 """keras-attention: reusable Keras 3 attention layers.
 
-Every layer is importable from `keras_attention.layers` and from here.
+Every layer is importable from `keras_attention.layers` and from here. The
+subpackages load on first use (PEP 562), so the command line and
+`keras_attention.training.config` start without importing TensorFlow.
 """
 
-from keras_attention import layers
-from keras_attention import ops
-from keras_attention.layers import *  # noqa: F401,F403
-from keras_attention.layers import __all__ as _layer_names
+import importlib
+
 from keras_attention.version import __version__
 
-__all__ = ["__version__", "layers", "ops", *_layer_names]
+# The public layers, as `keras_attention.layers.__all__` lists them.
+_LAYER_NAMES = (
+    "AdditiveAttention",
+    "AttentionRNNDecoder",
+    "DotAttention",
+    "GeneralAttention",
+    "LocalAttention2D",
+    "LocalSelfAttention",
+    "MultiHeadAttention",
+    "MultiHeadSelfAttention",
+    "RelativeAttention",
+    "ScaledDotAttention",
+    "ScoreAttention",
+    "SinusoidalPositionEmbedding",
+    "TransformerDecoder",
+    "TransformerEncoder",
+)
+
+__all__ = ["__version__", "layers", "ops", *_LAYER_NAMES]
+
+
+def __getattr__(name):
+    if name in ("layers", "ops"):
+        return importlib.import_module(f"keras_attention.{name}")
+    if name in _LAYER_NAMES:
+        return getattr(importlib.import_module("keras_attention.layers"), name)
+    raise AttributeError(f"module 'keras_attention' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -1,10 +1,28 @@
-"""Greedy and beam-search decoding over a translator's cached step.
+"""Greedy and beam-search decoding over any sequence-to-sequence model.
 
 Both run inside the TensorFlow graph (they can be exported), use the
-decoder's key/value cache, and stop at EOS or at the maximum length
+model's cache, and stop at EOS or at the maximum length
 `ceil(length_ratio * source_length) + length_offset` (capped by
 `max_length`). Beam search is tf-models-official's `sequence_beam_search`
 (GNMT length penalty `((5 + |Y|) / 6)^alpha`); install the `official` extra.
+
+The decoding protocol: a model decodes here if it has
+
+- `encode(encoder_tokens) -> (memory, source_mask)`: `(B, S)` int ids to
+  whatever the decoder attends (`(B, S, M)`) and the source mask `(B, S)`;
+- `initial_cache(memory, source_mask, max_length) -> cache`: a nested
+  structure of tensors, each with a leading batch axis (beam search tiles
+  and reorders them per beam): a Transformer's key/value cache, an RNN's
+  recurrent state;
+- `decode_step(tokens, index, cache, source_mask) -> (logits, cache,
+  attention)`: the previous tokens `(B, 1)` at position `index` to float32
+  logits `(B, V)`, the updated cache and the cross-attention weights
+  `(B, S)` of this step (float32, summing to 1 over the real positions);
+- `pad_id` and `target_vocabulary_size` attributes (the model masks `pad_id`
+  in its inputs, so it is the model's; BOS and EOS are the tokenizer's and
+  are passed in by the caller).
+
+`TransformerTranslator` and `RNNTranslator` follow it.
 
 Letters: B batch, S source length, T output length, K beams.
 """
@@ -12,26 +30,32 @@ Letters: B batch, S source length, T output length, K beams.
 import tensorflow as tf
 
 from keras_attention import _validation
-from keras_attention.text.tokenizer import BOS_ID
-from keras_attention.text.tokenizer import EOS_ID
-from keras_attention.text.tokenizer import PAD_ID
 
 
 def output_length(encoder_tokens, length_ratio=1.5, length_offset=10,
-                  max_length=256):
+                  max_length=256, pad_id=0):
     """The longest output to decode for each source `(B,)` int32:
     `min(ceil(ratio * real source length) + offset, max_length)`.
 
     Each row's limit depends on its own length only, so a sentence decodes
     the same alone and in a batch."""
     source_length = tf.reduce_sum(
-        tf.cast(tf.not_equal(encoder_tokens, PAD_ID), tf.float32), axis=1
+        tf.cast(tf.not_equal(encoder_tokens, pad_id), tf.float32), axis=1
     )
     length = tf.cast(tf.math.ceil(length_ratio * source_length), tf.int32)
     return tf.minimum(length + length_offset, max_length)
 
 
-def _check(length_ratio, length_offset, max_length):
+def _check(model, length_ratio, length_offset, max_length, bos_id, eos_id):
+    for name in ("encode", "initial_cache", "decode_step"):
+        if not callable(getattr(model, name, None)):
+            raise ValueError(
+                "`model` must follow the decoding protocol (encode, "
+                f"initial_cache, decode_step), received a "
+                f"{type(model).__name__} without `{name}`"
+            )
+    _validation.non_negative_int("bos_id", bos_id)
+    _validation.non_negative_int("eos_id", eos_id)
     if not length_ratio > 0:
         raise ValueError(f"`length_ratio` must be > 0, received: "
                          f"length_ratio={length_ratio!r}")
@@ -39,40 +63,41 @@ def _check(length_ratio, length_offset, max_length):
     _validation.positive_int("max_length", max_length)
 
 
-def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
-                  max_length=256):
-    """Greedy decoding with the key/value cache.
+def greedy_decode(model, encoder_tokens, *, bos_id, eos_id,
+                  length_ratio=1.5, length_offset=10, max_length=256):
+    """Greedy decoding with the model's cache.
 
     Args:
-        model: a `TransformerTranslator`.
-        encoder_tokens: `(B, S)` int32 source ids (0-padded).
+        model: a model that follows the decoding protocol (module docstring).
+        encoder_tokens: `(B, S)` int32 source ids (padded with `model.pad_id`).
+        bos_id, eos_id: the target tokenizer's begin and end ids.
         length_ratio, length_offset, max_length: the output length limit.
 
     Returns:
         `(tokens (B, T) int32, attention (B, T, S) float32)`: the output ids
-        without BOS, PAD after EOS; the last decoder block's cross-attention
-        averaged over heads.
+        without BOS, `model.pad_id` after EOS; the cross-attention weights
+        of each step (a Transformer's last block, heads averaged).
     """
-    _check(length_ratio, length_offset, max_length)
+    _check(model, length_ratio, length_offset, max_length, bos_id, eos_id)
+    pad_id = model.pad_id
     encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
     batch = tf.shape(encoder_tokens)[0]
     source_length = tf.shape(encoder_tokens)[1]
     limits = output_length(encoder_tokens, length_ratio, length_offset,
-                           max_length)  # (B,)
+                           max_length, pad_id)  # (B,)
     limit = tf.reduce_max(limits)
     memory, source_mask = model.encode(encoder_tokens)
-    cache = model.initial_cache(memory, limit)
+    cache = model.initial_cache(memory, source_mask, limit)
 
     def step(index, token, done, cache, tokens, attention):
-        logits, cache, scores = model.decode_step(token[:, None], index, cache,
-                                                  source_mask)
+        logits, cache, weights = model.decode_step(token[:, None], index,
+                                                   cache, source_mask)
         chosen = tf.argmax(logits, axis=-1, output_type=tf.int32)  # (B,)
         done = done | (index >= limits)  # each row stops at its own limit
-        chosen = tf.where(done, PAD_ID, chosen)
+        chosen = tf.where(done, pad_id, chosen)
         tokens = tokens.write(index, chosen)
-        attention = attention.write(  # float32 under any policy
-            index, tf.reduce_mean(tf.cast(scores, tf.float32), axis=1))
-        return (index + 1, chosen, done | tf.equal(chosen, EOS_ID), cache,
+        attention = attention.write(index, tf.cast(weights, tf.float32))
+        return (index + 1, chosen, done | tf.equal(chosen, eos_id), cache,
                 tokens, attention)
 
     def unfinished(index, token, done, *rest):
@@ -83,7 +108,7 @@ def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
         step,
         (
             tf.constant(0),
-            tf.fill([batch], BOS_ID),
+            tf.fill([batch], bos_id),
             tf.zeros([batch], tf.bool),
             cache,
             tf.TensorArray(tf.int32, size=0, dynamic_size=True,
@@ -98,6 +123,35 @@ def greedy_decode(model, encoder_tokens, length_ratio=1.5, length_offset=10,
     return tokens, attention
 
 
+def forced_attention(model, encoder_tokens, tokens, *, bos_id):
+    """The cross-attention `(B, T, S)` of given outputs `tokens (B, T)`
+    (e.g. beam search's), by running the protocol's steps on them; rows
+    at `model.pad_id` positions are zeros."""
+    encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
+    tokens = tf.convert_to_tensor(tokens, tf.int32)
+    batch = tf.shape(tokens)[0]
+    steps = tf.shape(tokens)[1]
+    memory, source_mask = model.encode(encoder_tokens)
+    cache = model.initial_cache(memory, source_mask, steps)
+    previous = tf.concat([tf.fill([batch, 1], bos_id), tokens], axis=1)
+
+    def step(index, cache, attention):
+        _, cache, weights = model.decode_step(
+            previous[:, index:index + 1], index, cache, source_mask)
+        return index + 1, cache, attention.write(index,
+                                                 tf.cast(weights, tf.float32))
+
+    _, _, attention = tf.while_loop(
+        lambda index, *_: index < steps, step,
+        (tf.constant(0), cache,
+         tf.TensorArray(tf.float32, size=steps, element_shape=[None, None])),
+    )
+    attention = tf.transpose(attention.stack(), [1, 0, 2])  # (B, T, S)
+    attention = tf.reshape(attention, [batch, steps, tf.shape(encoder_tokens)[1]])
+    real = tf.cast(tf.not_equal(tokens, model.pad_id), tf.float32)
+    return attention * real[:, :, None]
+
+
 def _cast_floats(structure, dtype):
     """Cast the floating-point tensors of a nested structure (no-op casts
     when the dtype already matches)."""
@@ -106,13 +160,15 @@ def _cast_floats(structure, dtype):
     )
 
 
-def beam_search_decode(model, encoder_tokens, beam_size=4, alpha=0.6,
-                       length_ratio=1.5, length_offset=10, max_length=256):
+def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
+                       beam_size=4, alpha=0.6, length_ratio=1.5,
+                       length_offset=10, max_length=256):
     """Beam search with the GNMT length penalty, using the cache.
 
     Args:
-        model: a `TransformerTranslator`.
+        model: a model that follows the decoding protocol (module docstring).
         encoder_tokens: `(B, S)` int32 source ids.
+        bos_id, eos_id: the target tokenizer's begin and end ids.
         beam_size: beams K.
         alpha: length penalty exponent (0 = none; 0.6 in GNMT).
         length_ratio, length_offset, max_length: the output length limit.
@@ -122,17 +178,18 @@ def beam_search_decode(model, encoder_tokens, beam_size=4, alpha=0.6,
     """
     from official.nlp.modeling.ops import beam_search
 
-    _check(length_ratio, length_offset, max_length)
+    _check(model, length_ratio, length_offset, max_length, bos_id, eos_id)
     beam_size = _validation.positive_int("beam_size", beam_size)
+    pad_id = model.pad_id
     encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
     limits = output_length(encoder_tokens, length_ratio, length_offset,
-                           max_length)  # (B,)
+                           max_length, pad_id)  # (B,)
 
     def search_one(args):
         """Beam search of one sentence with its own length limit, so the
         result does not depend on the rest of the batch."""
         source, limit = args
-        real = tf.reduce_sum(tf.cast(tf.not_equal(source, PAD_ID), tf.int32))
+        real = tf.reduce_sum(tf.cast(tf.not_equal(source, pad_id), tf.int32))
         source = source[None, : tf.maximum(real, 1)]  # (1, S)
         memory, source_mask = model.encode(source)
         # Every cache leaf has a leading batch axis (beam search tiles and
@@ -140,8 +197,8 @@ def beam_search_decode(model, encoder_tokens, beam_size=4, alpha=0.6,
         # scores beams in float32) requires; under a mixed policy the
         # keys/values go back to the compute dtype for each step.
         cache = {
-            "decoder": _cast_floats(model.initial_cache(memory, limit),
-                                    tf.float32),
+            "decoder": _cast_floats(
+                model.initial_cache(memory, source_mask, limit), tf.float32),
             "source_mask": tf.cast(source_mask, tf.float32),
         }
 
@@ -157,24 +214,25 @@ def beam_search_decode(model, encoder_tokens, beam_size=4, alpha=0.6,
 
         sequences, _ = beam_search.sequence_beam_search(
             symbols_to_logits,
-            initial_ids=tf.fill([1], BOS_ID),
+            initial_ids=tf.fill([1], bos_id),
             initial_cache=cache,
             vocab_size=model.target_vocabulary_size,
             beam_size=beam_size,
             alpha=alpha,
             max_decode_length=limit,
-            eos_id=EOS_ID,
+            eos_id=eos_id,
             padded_decode=False,
             dtype="float32",
         )
         best = sequences[0, 0, 1:]  # best beam, without BOS
-        return tf.pad(best, [[0, max_length - tf.shape(best)[0]]])
+        return tf.pad(best, [[0, max_length - tf.shape(best)[0]]],
+                      constant_values=pad_id)
 
     tokens = tf.map_fn(
         search_one, (encoder_tokens, limits),
         fn_output_signature=tf.TensorSpec([max_length], tf.int32),
     )  # (B, max_length)
     width = tf.reduce_max(
-        tf.reduce_sum(tf.cast(tf.not_equal(tokens, PAD_ID), tf.int32), 1)
+        tf.reduce_sum(tf.cast(tf.not_equal(tokens, pad_id), tf.int32), 1)
     )
     return tokens[:, :width]

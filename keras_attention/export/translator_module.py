@@ -4,6 +4,10 @@ The same object translates in memory and is what `export_translator`
 saves, so the exported SavedModel computes exactly what the in-memory
 translator computes. It holds only TensorFlow and tensorflow-text ops.
 
+It knows no model class: any model that follows the decoding protocol of
+`keras_attention.decoding` (the Transformer and RNN translators do) is
+exported the same way.
+
 Letters: B batch, S source length, T output length.
 """
 
@@ -11,8 +15,6 @@ import tensorflow as tf
 
 from keras_attention import _validation
 from keras_attention import decoding
-from keras_attention.text.tokenizer import BOS_ID
-from keras_attention.text.tokenizer import PAD_ID
 
 TEXT_SIGNATURE = [tf.TensorSpec([None], tf.string, name="text")]
 
@@ -21,7 +23,8 @@ class TranslatorModule(tf.Module):
     """Raw strings in, translations out.
 
     Args:
-        model: a trained `TransformerTranslator`.
+        model: a trained model that follows the decoding protocol
+            (`TransformerTranslator`, `RNNTranslator`).
         source_tokenizer, target_tokenizer: `SubwordTokenizer`s.
         max_source_length: longer inputs are truncated to this many tokens
             (reported by `translate_with_attention` as `truncated`).
@@ -33,8 +36,8 @@ class TranslatorModule(tf.Module):
     `translate(text)` returns `{"translation": (B,) string}`;
     `translate_with_attention(text)` also returns the output `tokens`
     `(B, T)`, their `pieces`, the `source_pieces` `(B, S)`, the
-    last decoder block's cross-attention `attention` `(B, T, S)` (heads
-    averaged) and `truncated` `(B,)`.
+    cross-attention `attention` `(B, T, S)` that decoding computed (a
+    Transformer's last block, heads averaged) and `truncated` `(B,)`.
     """
 
     def __init__(self, model, source_tokenizer, target_tokenizer,
@@ -55,6 +58,14 @@ class TranslatorModule(tf.Module):
         self.max_output_length = _validation.positive_int(
             "max_output_length", max_output_length
         )
+        if source_tokenizer.pad_id != model.pad_id:
+            raise ValueError(
+                "The model pads with the source tokenizer's pad id, "
+                f"received: model.pad_id={model.pad_id}, "
+                f"source_tokenizer.pad_id={source_tokenizer.pad_id}"
+            )
+        self.special_ids = dict(bos_id=target_tokenizer.bos_id,
+                                eos_id=target_tokenizer.eos_id)
 
     def encode_text(self, text):
         """`(encoder_tokens (B, S) int32, truncated (B,) bool)`; at least
@@ -62,48 +73,50 @@ class TranslatorModule(tf.Module):
         ids = self.source_tokenizer.tokenize(text)
         truncated = ids.row_lengths() > self.max_source_length
         ids = ids[:, : self.max_source_length]
-        dense = tf.cast(ids.to_tensor(default_value=PAD_ID), tf.int32)
+        dense = tf.cast(
+            ids.to_tensor(default_value=self.source_tokenizer.pad_id), tf.int32
+        )
         missing = tf.maximum(1 - tf.shape(dense)[1], 0)
-        dense = tf.pad(dense, [[0, 0], [0, missing]])  # (B, max(S, 1))
+        dense = tf.pad(dense, [[0, 0], [0, missing]],
+                       constant_values=self.source_tokenizer.pad_id)
+        # (B, max(S, 1))
         return dense, truncated
 
     def _decode(self, encoder_tokens):
+        """`(tokens (B, T), attention (B, T, S))`: greedy decoding returns
+        the attention it computed; beam search's is that of its chosen
+        output, from one pass of the steps over it."""
         limits = dict(length_ratio=self.length_ratio,
                       length_offset=self.length_offset,
-                      max_length=self.max_output_length)
+                      max_length=self.max_output_length, **self.special_ids)
         if self.beam_size == 1:
-            tokens, _ = decoding.greedy_decode(self.model, encoder_tokens,
-                                               **limits)
-            return tokens
-        return decoding.beam_search_decode(
+            return decoding.greedy_decode(self.model, encoder_tokens, **limits)
+        tokens = decoding.beam_search_decode(
             self.model, encoder_tokens, beam_size=self.beam_size,
             alpha=self.alpha, **limits,
         )
+        return tokens, None
 
     @tf.function(input_signature=TEXT_SIGNATURE)
     def translate(self, text):
         encoder_tokens, _ = self.encode_text(text)
-        tokens = self._decode(encoder_tokens)
+        tokens, _ = self._decode(encoder_tokens)
         return {"translation": self.target_tokenizer.detokenize(tokens)}
 
     @tf.function(input_signature=TEXT_SIGNATURE)
     def translate_with_attention(self, text):
         encoder_tokens, truncated = self.encode_text(text)
-        tokens = self._decode(encoder_tokens)
-        # Cross-attention of the chosen output, by one teacher-forced pass.
-        batch = tf.shape(tokens)[0]
-        decoder_tokens = tf.concat(
-            [tf.fill([batch, 1], BOS_ID), tokens[:, :-1]], axis=1
-        )
-        memory, source_mask = self.model.encode(encoder_tokens)
-        _, scores = self.model.decode(decoder_tokens, memory, source_mask,
-                                      return_attention_scores=True)
+        tokens, attention = self._decode(encoder_tokens)
+        if attention is None:
+            attention = decoding.forced_attention(
+                self.model, encoder_tokens, tokens,
+                bos_id=self.special_ids["bos_id"],
+            )
         return {
             "translation": self.target_tokenizer.detokenize(tokens),
             "tokens": tokens,
             "pieces": self.target_tokenizer.id_to_piece(tokens),
             "source_pieces": self.source_tokenizer.id_to_piece(encoder_tokens),
-            # float32 under any policy: (B, N, T, S) -> (B, T, S)
-            "attention": tf.reduce_mean(tf.cast(scores, tf.float32), axis=1),
+            "attention": attention,  # (B, T, S) float32 under any policy
             "truncated": truncated,
         }

@@ -1,6 +1,7 @@
 """Keras 3 attention layers, one public layer per module."""
 
 from keras_attention.layers.additive_attention import AdditiveAttention
+from keras_attention.layers.attention_rnn_decoder import AttentionRNNDecoder
 from keras_attention.layers.dot_attention import DotAttention
 from keras_attention.layers.general_attention import GeneralAttention
 from keras_attention.layers.local_attention_2d import LocalAttention2D
@@ -18,6 +19,7 @@ from keras_attention.layers.transformer_encoder import TransformerEncoder
 
 __all__ = [
     "AdditiveAttention",
+    "AttentionRNNDecoder",
     "DotAttention",
     "GeneralAttention",
     "LocalAttention2D",

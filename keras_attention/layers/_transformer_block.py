@@ -1,15 +1,68 @@
 """What the Transformer encoder and decoder blocks share: arguments, the
-position-wise feed-forward sub-layer and the residual wiring.
+pluggable self-attention, the position-wise feed-forward sub-layer and the
+residual wiring.
 
 Letters: B batch, T sequence length, D model size, F intermediate size.
 """
 
+import copy
+import inspect
+
 import keras
 
 from keras_attention import _validation
-from keras_attention.layers.multi_head_attention import MultiHeadAttention
+from keras_attention.layers.local_self_attention import LocalSelfAttention
 from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttention
 from keras_attention.layers.relative_attention import RelativeAttention
+
+# Short class names a `{"class_name": ..., "config": ...}` dict may use;
+# any registered layer works with its full serialized form.
+SELF_ATTENTION_CLASSES = {
+    layer_class.__name__: layer_class
+    for layer_class in (
+        LocalSelfAttention, MultiHeadSelfAttention, RelativeAttention
+    )
+}
+
+
+def serialize_layer(layer):
+    """The layer's serialized config, without its build state: the block
+    builds the layer itself, in its dtype policy."""
+    config = keras.saving.serialize_keras_object(layer)
+    config.pop("build_config", None)
+    config.pop("compile_config", None)
+    return config
+
+
+def deserialize_layer(name, config):
+    """A new layer from `serialize_layer`'s (or Keras') dict form."""
+    config = copy.deepcopy(config)
+    config.pop("build_config", None)
+    config.pop("compile_config", None)
+    try:
+        layer = keras.saving.deserialize_keras_object(
+            config, custom_objects=SELF_ATTENTION_CLASSES
+        )
+    except (TypeError, ValueError, KeyError) as error:
+        raise ValueError(
+            f"`{name}` could not be deserialized ({error}), received: "
+            f"{name}={config!r}"
+        ) from error
+    if not isinstance(layer, keras.layers.Layer):
+        raise ValueError(
+            f"`{name}` must describe a Keras layer, but its config gave a "
+            f"{type(layer).__name__}, received: {name}={config!r}"
+        )
+    return layer
+
+
+def accepts(layer, argument):
+    """Whether `layer.call` takes `argument` (by name or `**kwargs`)."""
+    parameters = inspect.signature(layer.call).parameters.values()
+    return any(
+        parameter.name == argument or parameter.kind is parameter.VAR_KEYWORD
+        for parameter in parameters
+    )
 
 
 class TransformerBlock(keras.layers.Layer):
@@ -26,8 +79,7 @@ class TransformerBlock(keras.layers.Layer):
         normalize_first=False,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
-        max_relative_position=None,
-        relative_values=False,
+        self_attention=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -44,16 +96,31 @@ class TransformerBlock(keras.layers.Layer):
         self.normalize_first = bool(normalize_first)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.max_relative_position = _validation.optional_positive_int(
-            "max_relative_position", max_relative_position
-        )
-        self.relative_values = bool(relative_values)
-        if self.relative_values and self.max_relative_position is None:
-            raise ValueError(
-                "`relative_values=True` needs `max_relative_position`, "
-                "received: max_relative_position=None"
-            )
+        # `None` until `build` makes the default; kept apart so the config
+        # says `None` (not the built default's config) before and after.
+        self._default_self_attention = self_attention is None
+        self.self_attention = self._self_attention_layer(self_attention)
         self.supports_masking = True
+
+    def _self_attention_layer(self, self_attention):
+        """The plugged layer, a fresh one for a config dict."""
+        if self_attention is None:
+            return None
+        if isinstance(self_attention, dict):
+            self_attention = deserialize_layer("self_attention", self_attention)
+        elif not isinstance(self_attention, keras.layers.Layer):
+            raise ValueError(
+                "`self_attention` must be None, a Keras layer or its "
+                "serialized config dict, received: "
+                f"self_attention={self_attention!r}"
+            )
+        if not self_attention.built and not isinstance(
+            self.dtype_policy, keras.dtype_policies.DTypePolicyMap
+        ):
+            # Like the block's own sublayers; a built layer keeps its
+            # weights and policy.
+            self_attention.dtype_policy = self.dtype_policy
+        return self_attention
 
     def _initializer(self, which):
         # A fresh initializer per sublayer, so none share a seed.
@@ -70,16 +137,7 @@ class TransformerBlock(keras.layers.Layer):
             )
         return hidden_dim // self.num_heads
 
-    def _attention(self, name, hidden_dim, self_attention):
-        layer_class, relative = MultiHeadAttention, {}
-        if self_attention and self.max_relative_position is not None:
-            layer_class = RelativeAttention
-            relative = {
-                "max_relative_position": self.max_relative_position,
-                "relative_values": self.relative_values,
-            }
-        elif self_attention:
-            layer_class = MultiHeadSelfAttention
+    def _attention(self, layer_class, name, hidden_dim):
         return layer_class(
             num_heads=self.num_heads,
             key_dim=self._head_size(hidden_dim),
@@ -89,8 +147,56 @@ class TransformerBlock(keras.layers.Layer):
             bias_initializer=self._initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
-            **relative,
         )
+
+    def _build_self_attention(self, shape):
+        """The default `MultiHeadSelfAttention`, or build the plugged one."""
+        hidden_dim = shape[-1]
+        if self.self_attention is None:
+            self.self_attention = self._attention(
+                MultiHeadSelfAttention, "self_attention", hidden_dim
+            )
+        if not self.self_attention.built:
+            self.self_attention.build(shape)
+        output_dim = getattr(self.self_attention, "output_dim", None)
+        if output_dim is not None and output_dim != hidden_dim:
+            raise ValueError(
+                "`self_attention` must return the model size for the "
+                f"residual connection, {hidden_dim}, received: "
+                f"self_attention with output_dim={output_dim}"
+            )
+        self.self_attention_layer_norm = self._layer_norm(
+            "self_attention_layer_norm", shape
+        )
+        self.self_attention_dropout = self._dropout("self_attention_dropout")
+
+    def _require(self, argument, use):
+        if not accepts(self.self_attention, argument):
+            raise ValueError(
+                f"{use} needs a self-attention layer whose `call` takes "
+                f"`{argument}`, received: self_attention of type "
+                f"{type(self.self_attention).__name__}"
+            )
+
+    def _call_self_attention(self, inputs, padding_mask, attention_mask,
+                             use_causal_mask, return_attention_scores,
+                             training, cache=None, cache_update_index=None):
+        """Call the self-attention with the `MultiHeadSelfAttention`
+        contract, passing the optional arguments only when used, so layers
+        without them (`LocalSelfAttention` has no `attention_mask` or
+        cache) plug in too."""
+        arguments = {"padding_mask": padding_mask,
+                     "use_causal_mask": use_causal_mask, "training": training}
+        if return_attention_scores:
+            arguments["return_attention_scores"] = True
+        if attention_mask is not None:
+            self._require("attention_mask", "An `attention_mask`")
+            arguments["attention_mask"] = attention_mask
+        if cache is not None:
+            self._require("cache", "Decoding with a `cache`")
+            arguments.update(cache=cache,
+                             cache_update_index=cache_update_index)
+        return self.self_attention(inputs, **arguments)
 
     def _layer_norm(self, name, shape):
         layer = keras.layers.LayerNormalization(
@@ -163,8 +269,10 @@ class TransformerBlock(keras.layers.Layer):
                 "bias_initializer": keras.initializers.serialize(
                     self.bias_initializer
                 ),
-                "max_relative_position": self.max_relative_position,
-                "relative_values": self.relative_values,
+                "self_attention": (
+                    None if self._default_self_attention
+                    else serialize_layer(self.self_attention)
+                ),
             }
         )
         return config

@@ -80,20 +80,25 @@ class AdditiveAttention(ScoreAttention):
             )
         self.score_kernel = kernel("score_kernel", (self.units,))
 
+    def prepare_key(self, key):
+        # U k (+ b), once per memory: (B, S, Dk) -> (B, S, A), float32.
+        key = ops.cast(key, "float32")
+        key_part = ops.matmul(key, ops.cast(self.key_kernel, "float32"))
+        if self.bias is not None:
+            key_part = key_part + ops.cast(self.bias, "float32")
+        return key_part
+
     def score(self, query, key):
         dtype = query.dtype  # float32: the base class scores in float32
 
         def weight(variable):
             return ops.cast(variable, dtype)
 
-        # (B, T, Dq) -> (B, T, 1, A) and (B, S, Dk) -> (B, 1, S, A)
+        # (B, T, Dq) -> (B, T, 1, A); the prepared keys (B, S, A) -> (B, 1, S, A)
         query_part = ops.expand_dims(
             ops.matmul(query, weight(self.query_kernel)), 2
         )
-        key_part = ops.expand_dims(ops.matmul(key, weight(self.key_kernel)), 1)
-        hidden = query_part + key_part  # (B, T, S, A)
-        if self.bias is not None:
-            hidden = hidden + weight(self.bias)
+        hidden = query_part + ops.expand_dims(key, 1)  # (B, T, S, A)
         # (B, T, S, A) . (A,) -> (B, T, S)
         return ops.einsum(
             "btsa,a->bts", ops.tanh(hidden), weight(self.score_kernel)

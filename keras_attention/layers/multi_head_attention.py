@@ -47,7 +47,9 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Call arguments:
         query: `(batch, query_len, query_dim)`.
-        value: `(batch, key_len, value_dim)`.
+        value: `(batch, key_len, value_dim)`; may be `None` (left out)
+            when `cache` holds the projected keys and values and there is
+            no `cache_update_index`.
         key: `(batch, key_len, key_dim)`; defaults to `value`.
         padding_mask: `(batch, query_len)` boolean; defaults to the Keras
             implicit mask of `query`. Padded query rows attend to nothing.
@@ -65,7 +67,8 @@ class MultiHeadAttention(keras.layers.Layer):
             projections of `key`/`value` are written into the cache at that
             index and the whole cache is attended (self-attention decoding);
             without it, the cache is attended as it is and `key`/`value` are
-            ignored (cross-attention with keys computed once).
+            ignored and may be left out (cross-attention with keys computed
+            once).
         cache_update_index: int or scalar tensor, see `cache`.
 
     Returns:
@@ -152,13 +155,19 @@ class MultiHeadAttention(keras.layers.Layer):
         return projection
 
     def _check_inputs(self, query_shape, value_shape, key_shape):
-        """Ranks, key/value lengths and, once built, the feature sizes."""
+        """Ranks, key/value lengths and, once built, the feature sizes of
+        the shapes given: `query_shape` is `None` when projecting keys and
+        values only, `value_shape` and `key_shape` when attending a cache
+        of projected keys and values."""
         shapes = {"query": query_shape, "value": value_shape, "key": key_shape}
+        shapes = {name: shape for name, shape in shapes.items()
+                  if shape is not None}
         for name, shape in shapes.items():
             _validation.rank(
                 name, shape, (3,), f"(batch, {name}_len, {name}_dim)"
             )
-        _validation.same_length(key_shape, value_shape)
+        if value_shape is not None:
+            _validation.same_length(key_shape, value_shape)
         if self.built:
             for name, shape in shapes.items():
                 dense = getattr(self, f"{name}_dense")
@@ -251,6 +260,7 @@ class MultiHeadAttention(keras.layers.Layer):
             `(key (B, S, N, H), value (B, S, N, V))`, usable as `cache`.
         """
         key = value if key is None else key
+        self._check_inputs(None, value.shape, key.shape)
         return self.key_dense(key), self.value_dense(value)
 
     def _attention_scores(self, projected_query, projected_key,
@@ -273,7 +283,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def call(
         self,
         query,
-        value,
+        value=None,
         key=None,
         padding_mask=None,
         key_padding_mask=None,
@@ -284,9 +294,24 @@ class MultiHeadAttention(keras.layers.Layer):
         cache=None,
         cache_update_index=None,
     ):
-        self._check_inputs(
-            query.shape, value.shape, (value if key is None else key).shape
-        )
+        if value is None:
+            if cache is None or cache_update_index is not None:
+                raise ValueError(
+                    "`value` may be left out only to attend a `cache` of "
+                    "projected keys and values (from `compute_key_value`) "
+                    "without `cache_update_index`, received: value=None, "
+                    f"cache={'None' if cache is None else 'given'}, "
+                    f"cache_update_index={cache_update_index!r}"
+                )
+            if key is not None:
+                raise ValueError(
+                    "`key` needs `value`, received: value=None and a `key`"
+                )
+            self._check_inputs(query.shape, None, None)
+        else:
+            self._check_inputs(
+                query.shape, value.shape, (value if key is None else key).shape
+            )
         if cache is not None:
             self._check_cache(cache, cache_update_index, query.shape[1])
         if padding_mask is None:

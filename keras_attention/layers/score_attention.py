@@ -17,7 +17,10 @@ class ScoreAttention(keras.layers.Layer):
     This base class owns everything but the scores: mask merging, the masked
     softmax (scores and softmax in float32 under any dtype policy), dropout
     on the weights and the weighted sum of the values. A variant overrides
-    `score(query, key)` (and `build_scorer` when it has weights). The
+    `score(query, key)` (and `build_scorer` when it has weights, and
+    `prepare_key` when part of the score depends on the keys alone, so a
+    decoder that attends the same memory at every step computes it once:
+    pass `prepared_key=layer.prepare_key(key)` to each call). The
     variants in this package are `DotAttention`, `ScaledDotAttention`,
     `GeneralAttention` and `AdditiveAttention`.
 
@@ -30,6 +33,9 @@ class ScoreAttention(keras.layers.Layer):
             one query vector per example (the RNN decoder case).
         value: `(batch, key_len, value_dim)`.
         key: `(batch, key_len, key_dim)`; defaults to `value`.
+        prepared_key: the result of `prepare_key(key)`, computed once and
+            reused across calls over the same keys (an RNN decoder's steps);
+            given, `key` is not used.
         padding_mask: `(batch, query_len)` boolean; False query rows attend
             to nothing and return zeros. Defaults to the Keras implicit mask
             of `query`.
@@ -86,6 +92,18 @@ class ScoreAttention(keras.layers.Layer):
                     f"the `{name}_dim` it was built with",
                 )
 
+    def _check_prepared(self, query_shape, value_shape, prepared_shape):
+        if not self.built:
+            raise ValueError(
+                "`prepared_key` comes from `prepare_key` of a built layer; "
+                "call the layer once with `key` first."
+            )
+        self._check_inputs(query_shape, value_shape,
+                           tuple(value_shape[:-1]) + (self._key_dim,))
+        _validation.rank("prepared_key", prepared_shape, (3,),
+                         "(batch, key_len, prepared_dim)")
+        _validation.same_length(prepared_shape, value_shape)
+
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
         self._check_inputs(query_shape, value_shape, key_shape)
@@ -102,8 +120,14 @@ class ScoreAttention(keras.layers.Layer):
         `(B, T, Dq)` (or `(B, Dq)`) and `(B, S, Dk)`.
         """
 
+    def prepare_key(self, key):
+        """The part of the score that depends on the keys alone, in float32
+        (identity by default): `(B, S, Dk)` -> `(B, S, K)`."""
+        return ops.cast(key, "float32")
+
     def score(self, query, key):
-        """The logits `(B, T, S)` for `query (B, T, Dq)`, `key (B, S, Dk)`."""
+        """The logits `(B, T, S)` for `query (B, T, Dq)` and the prepared
+        `key (B, S, K)` (see `prepare_key`)."""
         raise NotImplementedError(
             f"{type(self).__name__} must implement `score(query, key)`."
         )
@@ -119,9 +143,13 @@ class ScoreAttention(keras.layers.Layer):
         use_causal_mask=False,
         return_attention_scores=False,
         training=None,
+        prepared_key=None,
     ):
         key = value if key is None else key
-        self._check_inputs(query.shape, value.shape, key.shape)
+        if prepared_key is None:
+            self._check_inputs(query.shape, value.shape, key.shape)
+        else:
+            self._check_prepared(query.shape, value.shape, prepared_key.shape)
         if padding_mask is None:
             padding_mask = attention_ops.implicit_mask(query)
         if key_padding_mask is None:
@@ -170,8 +198,10 @@ class ScoreAttention(keras.layers.Layer):
             use_causal_mask=use_causal_mask,
         )
         # Scores in float32: half-precision dot products overflow easily.
+        if prepared_key is None:
+            prepared_key = self.prepare_key(ops.cast(key, "float32"))
         scores = self.score(
-            ops.cast(query, "float32"), ops.cast(key, "float32")
+            ops.cast(query, "float32"), ops.cast(prepared_key, "float32")
         )  # (B, T, S)
         weights = attention_ops.masked_softmax(scores, mask)
         weights = ops.cast(weights, self.compute_dtype)

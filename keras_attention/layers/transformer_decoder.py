@@ -10,6 +10,7 @@ from keras import ops
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
 from keras_attention.layers._transformer_block import TransformerBlock
+from keras_attention.layers.multi_head_attention import MultiHeadAttention
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -35,9 +36,15 @@ class TransformerDecoder(TransformerBlock):
     Args:
         As `TransformerEncoder`: `intermediate_dim`, `num_heads`, `key_dim`,
         `dropout`, `activation`, `layer_norm_epsilon`, `normalize_first`,
-        `kernel_initializer`, `bias_initializer`, `max_relative_position`
-        (a `RelativeAttention` self-attention; the cross-attention stays
-        plain) and `relative_values`.
+        `kernel_initializer`, `bias_initializer` and `self_attention` (the
+        causal self-attention: `None` for a `MultiHeadSelfAttention`, or a
+        layer such as `RelativeAttention`, or its config dict). The
+        cross-attention is always a `MultiHeadAttention` from `num_heads`,
+        `key_dim`, `dropout` and the initializers. Incremental decoding
+        needs a self-attention that takes `cache` and `cache_update_index`
+        and has `num_heads` and `key_dim` (and `value_dim`) attributes, as
+        `MultiHeadSelfAttention` and `RelativeAttention` do;
+        `LocalSelfAttention` decodes full passes only.
 
     Call arguments:
         decoder_sequence: `(batch, target_len, dim)`.
@@ -78,8 +85,26 @@ class TransformerDecoder(TransformerBlock):
     >>> bool(np.allclose(step[:, 0], outputs[:, 0], atol=1e-5))
     True
 
-    Reference:
+    A relative-position self-attention (the cross-attention stays plain),
+    here over an encoder of another size:
+
+    >>> from keras_attention.layers import RelativeAttention
+    >>> relative = TransformerDecoder(
+    ...     intermediate_dim=32, num_heads=2,
+    ...     self_attention=RelativeAttention(num_heads=2, key_dim=8,
+    ...                                      max_relative_position=4))
+    >>> wide_source = np.random.rand(2, 6, 24).astype("float32")
+    >>> outputs = relative(target, wide_source)
+    >>> cache = relative.initial_cache(wide_source, max_length=4)
+    >>> step, cache = relative(target[:, :1], cache=cache,
+    ...                        cache_update_index=0)
+    >>> bool(np.allclose(step[:, 0], outputs[:, 0], atol=1e-5))
+    True
+
+    References:
         Vaswani et al. "Attention Is All You Need", NeurIPS 2017, 3.1.
+        Shaw et al. "Self-Attention with Relative Position
+        Representations", NAACL 2018.
     """
 
     def build(self, decoder_sequence_shape, encoder_sequence_shape=None):
@@ -88,14 +113,7 @@ class TransformerDecoder(TransformerBlock):
             "(batch, target_len, dim)",
         )
         hidden_dim = decoder_sequence_shape[-1]
-        self.self_attention = self._attention(
-            "self_attention", hidden_dim, self_attention=True
-        )
-        self.self_attention.build(decoder_sequence_shape)
-        self.self_attention_layer_norm = self._layer_norm(
-            "self_attention_layer_norm", decoder_sequence_shape
-        )
-        self.self_attention_dropout = self._dropout("self_attention_dropout")
+        self._build_self_attention(decoder_sequence_shape)
         self.cross_attention = None
         if encoder_sequence_shape is not None:
             _validation.rank(
@@ -103,7 +121,7 @@ class TransformerDecoder(TransformerBlock):
                 "(batch, source_len, dim)",
             )
             self.cross_attention = self._attention(
-                "cross_attention", hidden_dim, self_attention=False
+                MultiHeadAttention, "cross_attention", hidden_dim
             )
             self.cross_attention.build(
                 decoder_sequence_shape, encoder_sequence_shape
@@ -121,16 +139,23 @@ class TransformerDecoder(TransformerBlock):
         """The cache to start incremental decoding with.
 
         Args:
-            encoder_sequence: `(batch, source_len, dim)`, required when the
-                block has cross-attention; its keys/values are computed here
-                once.
+            encoder_sequence: `(batch, source_len, encoder_dim)`, required
+                when the block has cross-attention; its keys/values are
+                computed here once.
             max_length: int, the number of target positions to decode.
             batch_size: needed only without `encoder_sequence`.
 
         Returns:
             A dict: `"self_attention"`: `(key, value)` zeros
-            `(B, max_length, N, H)`; `"cross_attention"`: `(key, value)`
-            `(B, S, N, H)` (absent without cross-attention).
+            `(B, max_length, N, H)` and `(B, max_length, N, V)`, with the
+            self-attention layer's `num_heads`, `key_dim` and `value_dim`;
+            `"cross_attention"`: `(key, value)` `(B, S, N, H)` (absent
+            without cross-attention).
+
+        Raises:
+            ValueError: if the self-attention layer cannot decode with a
+                cache (its `call` takes no `cache`, e.g.
+                `LocalSelfAttention`).
         """
         if not self.built:
             raise ValueError(
@@ -144,18 +169,44 @@ class TransformerDecoder(TransformerBlock):
                     "This decoder has cross-attention, so `initial_cache` "
                     "needs `encoder_sequence`, received: encoder_sequence=None"
                 )
+            _validation.rank(
+                "encoder_sequence", encoder_sequence.shape, (3,),
+                "(batch, source_len, encoder_dim)",
+            )
+            _validation.same_dim(
+                "encoder_sequence", encoder_sequence.shape, -1,
+                self.cross_attention.key_dense.kernel.shape[0],
+                "the `encoder_dim` the decoder was built with",
+            )
             cache["cross_attention"] = self.cross_attention.compute_key_value(
                 encoder_sequence
             )
             batch_size = ops.shape(encoder_sequence)[0]
         else:
             batch_size = _validation.positive_int_or_tensor("batch_size", batch_size)
-        attention = self.self_attention
-        shape = (batch_size, max_length, attention.num_heads,
-                 attention.key_dim)
-        zeros = ops.zeros(shape, dtype=self.compute_dtype)  # (B, L, N, H)
-        cache["self_attention"] = (zeros, zeros)
+        num_heads, key_dim, value_dim = self._self_attention_cache_sizes()
+        keys = ops.zeros((batch_size, max_length, num_heads, key_dim),
+                         dtype=self.compute_dtype)  # (B, L, N, H)
+        values = ops.zeros((batch_size, max_length, num_heads, value_dim),
+                           dtype=self.compute_dtype)  # (B, L, N, V)
+        cache["self_attention"] = (keys, values)
         return cache
+
+    def _self_attention_cache_sizes(self):
+        """`(num_heads, key_dim, value_dim)` of the self-attention cache,
+        read from the layer (the `MultiHeadSelfAttention` attributes)."""
+        self._require("cache", "Incremental decoding (`initial_cache`)")
+        sizes = [getattr(self.self_attention, name, None)
+                 for name in ("num_heads", "key_dim", "value_dim")]
+        if sizes[0] is None or sizes[1] is None:
+            raise ValueError(
+                "Incremental decoding (`initial_cache`) reads the cache "
+                "shape from the self-attention's `num_heads` and `key_dim` "
+                "(and `value_dim`), received: self_attention of type "
+                f"{type(self.self_attention).__name__} with "
+                f"num_heads={sizes[0]!r}, key_dim={sizes[1]!r}"
+            )
+        return sizes[0], sizes[1], sizes[2] or sizes[1]
 
     def _check_masks(self, decoder_sequence, encoder_sequence, cache,
                      **masks):
@@ -240,12 +291,9 @@ class TransformerDecoder(TransformerBlock):
 
         # Causal self-attention, incremental when a cache is given.
         x = self._pre_norm(decoder_sequence, self.self_attention_layer_norm)
-        attended = self.self_attention(
-            x,
-            padding_mask=decoder_padding_mask,
-            attention_mask=decoder_attention_mask,
-            use_causal_mask=use_causal_mask,
-            training=training,
+        attended = self._call_self_attention(
+            x, decoder_padding_mask, decoder_attention_mask, use_causal_mask,
+            False, training,
             cache=None if cache is None else cache["self_attention"],
             cache_update_index=cache_update_index,
         )
@@ -261,9 +309,11 @@ class TransformerDecoder(TransformerBlock):
         scores = None
         if self.cross_attention is not None:
             y = self._pre_norm(x, self.cross_attention_layer_norm)
+            # With a cache, the keys/values are the cached projections of
+            # the encoder output: there is no value sequence to pass.
             attended, scores = self.cross_attention(
                 y,
-                encoder_sequence if cross_cache is None else y,
+                value=encoder_sequence if cross_cache is None else None,
                 padding_mask=decoder_padding_mask,
                 key_padding_mask=encoder_padding_mask,
                 attention_mask=encoder_attention_mask,

@@ -10,7 +10,9 @@ from keras_attention.layers._transformer_block import TransformerBlock
 @keras.saving.register_keras_serializable(package="keras_attention")
 class TransformerEncoder(TransformerBlock):
     """Self-attention and a position-wise feed-forward network, each wrapped
-    in dropout, a residual connection and layer normalization.
+    in dropout, a residual connection and layer normalization. The
+    self-attention is a `MultiHeadSelfAttention` unless another layer is
+    given as `self_attention` (relative, local or the user's own).
 
     By default the normalization follows each sub-layer as in the paper
     (`LayerNorm(x + Dropout(Sublayer(x)))`); `normalize_first=True` puts it
@@ -20,18 +22,35 @@ class TransformerEncoder(TransformerBlock):
 
     Args:
         intermediate_dim: int, the feed-forward hidden size (d_ff).
-        num_heads: int, attention heads.
-        key_dim: int, size per head; defaults to model size / `num_heads`.
-        dropout: float in [0, 1), on attention weights and sub-layer outputs.
+        num_heads: int, attention heads of the default self-attention.
+        key_dim: int, size per head of the default self-attention; defaults
+            to model size / `num_heads`.
+        dropout: float in [0, 1), on the residual sub-layer outputs (and
+            the attention weights of the default self-attention).
         activation: the feed-forward activation.
         layer_norm_epsilon: float > 0.
         normalize_first: bool, pre-norm instead of post-norm.
-        kernel_initializer, bias_initializer: for every dense projection.
-        max_relative_position: int or `None`; when set, the self-attention
-            is a `RelativeAttention` with this δ (Shaw et al., 2018), so no
-            position embedding is needed.
-        relative_values: bool, relative embeddings on the values too (needs
-            `max_relative_position`).
+        kernel_initializer, bias_initializer: for every dense projection the
+            block builds.
+        self_attention: the self-attention sub-layer. `None` (default): a
+            `MultiHeadSelfAttention` from `num_heads`, `key_dim`, `dropout`
+            and the initializers. Otherwise a Keras layer with the call
+            contract of `MultiHeadSelfAttention` (`layer(inputs,
+            padding_mask=..., use_causal_mask=..., training=...)`, plus
+            `return_attention_scores=True` and `attention_mask` when those
+            are used) returning the model size, e.g.
+            `RelativeAttention(num_heads=4, key_dim=16,
+            max_relative_position=8)` (relative positions, Shaw et al.,
+            2018, so no position embedding is needed) or
+            `LocalSelfAttention`; or its serialized config dict
+            (`keras.saving.serialize_keras_object(layer)`, or
+            `{"class_name": "RelativeAttention", "config": {...}}`), which
+            makes a new layer. The block uses a layer instance itself (its
+            weights become the block's): give every block its own layer, or
+            a config dict. An unbuilt layer is given the block's dtype
+            policy, as the block's other sublayers are; a built layer keeps
+            its own. `get_config()` holds the layer's config, so
+            `from_config` rebuilds it.
 
     Call arguments:
         inputs: `(batch, seq_len, dim)`.
@@ -40,7 +59,8 @@ class TransformerEncoder(TransformerBlock):
         attention_mask: `(batch, seq_len, seq_len)` boolean.
         use_causal_mask: bool.
         return_attention_scores: bool; also return the self-attention weights
-            `(batch, num_heads, seq_len, seq_len)`.
+            as the layer gives them: `(batch, num_heads, seq_len, seq_len)`
+            for the default and `RelativeAttention`.
         training: bool; enables dropout.
 
     Returns:
@@ -55,10 +75,22 @@ class TransformerEncoder(TransformerBlock):
     >>> padding = np.array([[1] * 6, [1] * 4 + [0] * 2], bool)
     >>> tuple(encoder(tokens, padding_mask=padding).shape)
     (2, 6, 16)
-    >>> relative = TransformerEncoder(intermediate_dim=32, num_heads=2,
-    ...                               max_relative_position=4)
+
+    Relative positions instead of a position embedding: plug a
+    `RelativeAttention`.
+
+    >>> from keras_attention.layers import RelativeAttention
+    >>> relative = TransformerEncoder(
+    ...     intermediate_dim=32, num_heads=2,
+    ...     self_attention=RelativeAttention(num_heads=2, key_dim=8,
+    ...                                      max_relative_position=4))
     >>> tuple(relative(tokens, padding_mask=padding).shape)
     (2, 6, 16)
+    >>> type(relative.self_attention).__name__
+    'RelativeAttention'
+    >>> clone = TransformerEncoder.from_config(relative.get_config())
+    >>> type(clone.self_attention).__name__
+    'RelativeAttention'
 
     References:
         Vaswani et al. "Attention Is All You Need", NeurIPS 2017, 3.1.
@@ -68,15 +100,7 @@ class TransformerEncoder(TransformerBlock):
 
     def build(self, inputs_shape):
         _validation.rank("inputs", inputs_shape, (3,), "(batch, seq_len, dim)")
-        hidden_dim = inputs_shape[-1]
-        self.self_attention = self._attention(
-            "self_attention", hidden_dim, self_attention=True
-        )
-        self.self_attention.build(inputs_shape)
-        self.self_attention_layer_norm = self._layer_norm(
-            "self_attention_layer_norm", inputs_shape
-        )
-        self.self_attention_dropout = self._dropout("self_attention_dropout")
+        self._build_self_attention(inputs_shape)
         self._build_feedforward(inputs_shape)
 
     def call(
@@ -91,14 +115,12 @@ class TransformerEncoder(TransformerBlock):
         if padding_mask is None:
             padding_mask = attention_ops.implicit_mask(inputs)
         x = self._pre_norm(inputs, self.self_attention_layer_norm)
-        attended, scores = self.self_attention(
-            x,
-            padding_mask=padding_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-            return_attention_scores=True,
-            training=training,
+        attended = self._call_self_attention(
+            x, padding_mask, attention_mask, use_causal_mask,
+            return_attention_scores, training,
         )
+        if return_attention_scores:
+            attended, scores = attended
         x = self._residual(
             inputs, attended, self.self_attention_layer_norm,
             self.self_attention_dropout, training,

@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
+from keras_attention.layers import RelativeAttention
 from keras_attention.layers import SinusoidalPositionEmbedding
 from keras_attention.layers import TransformerDecoder
 from keras_attention.layers import TransformerEncoder
@@ -151,15 +152,34 @@ class TransformerTranslator(keras.Model):
         block = dict(
             intermediate_dim=intermediate_dim, num_heads=num_heads,
             dropout=dropout, normalize_first=normalize_first,
-            max_relative_position=max_relative_position,
-            relative_values=relative_values, dtype=self.dtype_policy,
+            dtype=self.dtype_policy,
         )
+        if max_relative_position is not None and hidden_dim % num_heads:
+            raise ValueError(
+                "`hidden_dim` must be divisible by `num_heads`, received: "
+                f"hidden_dim={hidden_dim}, num_heads={num_heads}"
+            )
+
+        def self_attention():
+            """A new relative self-attention per block (`None`: the blocks'
+            default `MultiHeadSelfAttention`)."""
+            if max_relative_position is None:
+                return None
+            return RelativeAttention(
+                num_heads=num_heads, key_dim=hidden_dim // num_heads,
+                max_relative_position=max_relative_position,
+                relative_values=relative_values, dropout=dropout,
+                dtype=self.dtype_policy, name="self_attention",
+            )
+
         self.encoder_blocks = [
-            TransformerEncoder(**block, name=f"encoder_{i}")
+            TransformerEncoder(**block, self_attention=self_attention(),
+                               name=f"encoder_{i}")
             for i in range(num_layers)
         ]
         self.decoder_blocks = [
-            TransformerDecoder(**block, name=f"decoder_{i}")
+            TransformerDecoder(**block, self_attention=self_attention(),
+                               name=f"decoder_{i}")
             for i in range(num_layers)
         ]
         self.final_norms = None
@@ -236,9 +256,11 @@ class TransformerTranslator(keras.Model):
         return self.decode(inputs["decoder_tokens"], memory, source_mask,
                            training)
 
-    def initial_cache(self, memory, max_length):
+    def initial_cache(self, memory, source_mask, max_length):
         """Per-block decoder caches for `max_length` target positions: the
-        cross-attention keys/values of `memory` are computed here, once."""
+        cross-attention keys/values of `memory` are computed here, once.
+        (`source_mask` is part of the decoding protocol; the steps take it
+        again.)"""
         return {
             block.name: block.initial_cache(memory, max_length=max_length)
             for block in self.decoder_blocks
@@ -254,8 +276,8 @@ class TransformerTranslator(keras.Model):
             source_mask: `(B, S)` from `encode`.
 
         Returns:
-            `(logits (B, V), cache, cross_attention (B, N, S))` with the
-            last block's cross-attention weights.
+            `(logits (B, V), cache, cross_attention (B, S))`: the last
+            block's cross-attention weights averaged over heads, float32.
         """
         x = self._embed(self.target_embedding, tokens, start_index=index)
         new_cache = {}
@@ -264,7 +286,8 @@ class TransformerTranslator(keras.Model):
                 x, encoder_padding_mask=source_mask, cache=cache[block.name],
                 cache_update_index=index, return_attention_scores=True,
             )
-        return self._logits(x)[:, 0], new_cache, scores[:, :, 0]
+        attention = ops.mean(ops.cast(scores[:, :, 0], "float32"), axis=1)
+        return self._logits(x)[:, 0], new_cache, attention
 
     def get_config(self):
         config = super().get_config()

@@ -2,10 +2,14 @@
 command line of `tensorflow_model_server`, for the REST API."""
 
 import argparse
-import asyncio
+import errno
 import logging
 import os
 import sys
+
+# Errors print as `keras-attention: error: ...`, the `keras-attention`
+# command's format, and exit with 2.
+PROG = "keras-attention"
 
 DESCRIPTION = """Serve SavedModels over TF Serving's REST API (the flags
 mirror tensorflow_model_server's). Either --model_name with
@@ -123,7 +127,49 @@ def options_from_arguments(args):
     )
 
 
+def _error(message):
+    """Print a user's mistake as one line; the exit status is 2."""
+    print(f"{PROG}: error: {' '.join(str(message).splitlines())}",
+          file=sys.stderr)
+    return 2
+
+
+def _address_error(host, port, error):
+    if error.errno == errno.EADDRINUSE:
+        return (f"{host}:{port} is already in use (another server listens "
+                "there): choose another --rest_api_port or --host")
+    reason = error.strerror or error
+    return f"cannot listen on {host}:{port} (--host, --rest_api_port): {reason}"
+
+
+def check_address(host, port):
+    """Bind `host:port` for a moment, so that a port in use is reported at
+    once, before the models load (seconds), instead of after.
+
+    Raises OSError (errno EADDRINUSE for a port in use) as binding would.
+
+    Example:
+
+    >>> check_address("127.0.0.1", 0)  # any free port: nothing to say
+    """
+    import socket
+
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    # SO_REUSEADDR, as the server sets it: a port whose last connections
+    # are in TIME_WAIT is free.
+    with socket.create_server(address[:2], family=family):
+        pass
+
+
 def serve(args):
+    """Run the server the parsed flags describe until SIGTERM or SIGINT.
+
+    Returns the exit status: 0, or 2 after printing a mistake in the flags
+    or files (or a port in use) as one line `keras-attention: error: ...`.
+    """
+    import asyncio
+
     logging.basicConfig(
         level=logging.INFO, stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -131,8 +177,12 @@ def serve(args):
     try:
         options = options_from_arguments(args)
     except (OSError, ValueError) as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+        return _error(error)
+    try:
+        check_address(options.host, options.rest_api_port)
+    except OSError as error:  # socket.gaierror too: an unknown host name
+        return _error(_address_error(options.host, options.rest_api_port,
+                                     error))
     if args.port:
         log.warning("--port=%d (gRPC) is ignored: this server speaks REST "
                     "only", args.port)
@@ -148,7 +198,15 @@ def serve(args):
             log.warning("model %s: no versions under %s yet", name,
                         model.spec.base_path)
     server.start_polling()
-    asyncio.run(run_server(server))
+    try:
+        asyncio.run(run_server(server))
+    except OSError as error:
+        # Taken between check_address and now (the models loaded between).
+        if error.errno != errno.EADDRINUSE:
+            raise
+        server.close()
+        return _error(_address_error(options.host, options.rest_api_port,
+                                     error))
     return 0
 
 

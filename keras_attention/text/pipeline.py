@@ -11,8 +11,6 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention import _validation
-from keras_attention.text.tokenizer import BOS_ID
-from keras_attention.text.tokenizer import EOS_ID
 
 
 @dataclasses.dataclass
@@ -124,8 +122,8 @@ def make_dataset(
                                   reshuffle_each_iteration=True)
 
     def shift(source, target):
-        bos = tf.constant([BOS_ID], tf.int32)
-        eos = tf.constant([EOS_ID], tf.int32)
+        bos = tf.constant([target_tokenizer.bos_id], tf.int32)
+        eos = tf.constant([target_tokenizer.eos_id], tf.int32)
         return source, tf.concat([bos, target], 0), tf.concat([target, eos], 0)
 
     dataset = dataset.map(shift, num_parallel_calls=tf.data.AUTOTUNE)

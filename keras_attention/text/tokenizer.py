@@ -117,6 +117,9 @@ class SubwordTokenizer(tf.Module):
                 "The SentencePiece model must reserve pad/unk/bos/eos as ids "
                 f"0/1/2/3, received: {special}"
             )
+        # The special ids, read from the model: decoding, padding and the
+        # pipeline take them from here rather than from shared constants.
+        self.pad_id, self.unk_id, self.bos_id, self.eos_id = special
         self.vocabulary_size = processor.get_piece_size()
         self._tokenizer = tensorflow_text.SentencepieceTokenizer(
             model=model, out_type=tf.int32
@@ -132,7 +135,8 @@ class SubwordTokenizer(tf.Module):
         Pad, BOS and EOS are dropped; an unknown piece shows as " ⁇ "."""
         if not isinstance(ids, tf.RaggedTensor):
             ids = tf.RaggedTensor.from_tensor(ids)
-        control = (ids == PAD_ID) | (ids == BOS_ID) | (ids == EOS_ID)
+        control = ((ids == self.pad_id) | (ids == self.bos_id)
+                   | (ids == self.eos_id))
         ids = tf.ragged.boolean_mask(ids, tf.logical_not(control))
         return self._tokenizer.detokenize(ids)
 

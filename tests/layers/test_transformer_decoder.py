@@ -1,10 +1,13 @@
 """TransformerDecoder, with KerasHub's decoder as the reference."""
 
+import keras
 import keras_hub
 import numpy as np
 import pytest
 
+from keras_attention.layers import LocalSelfAttention
 from keras_attention.layers import MultiHeadAttention
+from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import TransformerDecoder
 from tests.harness import copy_weights_by_path
@@ -195,11 +198,16 @@ def test_decoder_mask_errors_name_the_decoder_argument():
         decoder_only.initial_cache(batch_size=0, max_length=3)
 
 
+def _relative(**kwargs):
+    return RelativeAttention(num_heads=2, key_dim=4, max_relative_position=2,
+                             relative_values=True, **kwargs)
+
+
 def test_harness_relative_with_cross_attention():
     run_layer_test(
         TransformerDecoder,
-        {"intermediate_dim": 16, "num_heads": 2, "max_relative_position": 2,
-         "relative_values": True},
+        {"intermediate_dim": 16, "num_heads": 2,
+         "self_attention": keras.saving.serialize_keras_object(_relative())},
         {
             "decoder_sequence": TARGET,
             "encoder_sequence": SOURCE,
@@ -212,13 +220,31 @@ def test_harness_relative_with_cross_attention():
     )
 
 
-@pytest.mark.parametrize("cross", [True, False], ids=["cross", "self_only"])
-def test_relative_cached_decoding_equals_full_pass(cross):
+def _step_by_step(decoder, target, cache, jit=False, **kwargs):
+    """Decode `target` one position at a time; the outputs (and weights,
+    when asked) concatenated over the positions."""
     import tensorflow as tf
 
+    def step(token, cache, index):
+        return decoder(token, cache=cache, cache_update_index=index, **kwargs)
+
+    if jit:
+        step = tf.function(step, jit_compile=True)
+    outputs, scores = [], []
+    for index in range(target.shape[1]):
+        results = step(target[:, index:index + 1], cache, tf.constant(index))
+        cache = results[-1]
+        outputs.append(np.array(results[0]))
+        if len(results) == 3:
+            scores.append(np.array(results[1]))
+    scores = np.concatenate(scores, axis=2) if scores else None
+    return np.concatenate(outputs, axis=1), scores
+
+
+@pytest.mark.parametrize("cross", [True, False], ids=["cross", "self_only"])
+def test_relative_cached_decoding_equals_full_pass(cross):
     decoder = TransformerDecoder(intermediate_dim=16, num_heads=2,
-                                 max_relative_position=2,
-                                 relative_values=True)
+                                 self_attention=_relative())
     sources = (SOURCE,) if cross else ()
     full = np.array(decoder(TARGET, *sources))
     assert type(decoder.self_attention) is RelativeAttention
@@ -227,14 +253,110 @@ def test_relative_cached_decoding_equals_full_pass(cross):
         cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
     else:
         cache = decoder.initial_cache(batch_size=BATCH, max_length=TARGET_LEN)
+    outputs, _ = _step_by_step(decoder, TARGET, cache, jit=True)
+    np.testing.assert_allclose(outputs, full, atol=1e-5)
 
-    @tf.function(jit_compile=True)
-    def step(token, cache, index):
-        return decoder(token, cache=cache, cache_update_index=index)
 
-    outputs = []
-    for index in range(TARGET_LEN):
-        output, cache = step(TARGET[:, index:index + 1], cache,
-                             tf.constant(index))
-        outputs.append(np.array(output))
-    np.testing.assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
+WIDE_SOURCE = RNG.normal(size=(BATCH, SOURCE_LEN, 12)).astype("float32")
+
+
+@pytest.mark.parametrize("normalize_first", [False, True])
+@pytest.mark.parametrize("relative", [False, True], ids=["plain", "relative"])
+def test_cached_decoding_with_an_encoder_of_another_size(relative,
+                                                         normalize_first):
+    """Encoder size 12, decoder size 8: the cached cross-attention attends
+    the projected encoder keys/values; nothing stands in for the value."""
+    decoder = TransformerDecoder(
+        intermediate_dim=16, num_heads=2, normalize_first=normalize_first,
+        self_attention=_relative() if relative else None,
+    )
+    masks = {"encoder_padding_mask": SOURCE_PADDING}
+    full, full_scores = decoder(TARGET, WIDE_SOURCE,
+                                return_attention_scores=True, **masks)
+    assert tuple(decoder.cross_attention.key_dense.kernel.shape) == (12, 2, 4)
+    cache = decoder.initial_cache(WIDE_SOURCE, max_length=TARGET_LEN)
+    outputs, scores = _step_by_step(decoder, TARGET, cache,
+                                    return_attention_scores=True, **masks)
+    np.testing.assert_allclose(outputs, full, atol=1e-5)
+    np.testing.assert_allclose(scores, full_scores, atol=1e-6)
+    # The encoder sequence may come along; it is the cache that is used.
+    outputs, _ = _step_by_step(decoder, TARGET, cache,
+                               encoder_sequence=WIDE_SOURCE, **masks)
+    np.testing.assert_allclose(outputs, full, atol=1e-5)
+
+
+def test_an_encoder_of_the_wrong_size_is_still_an_error():
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    decoder(TARGET, WIDE_SOURCE)
+    with pytest.raises(ValueError, match=r"value.shape=\(2, 6, 8\)"):
+        decoder(TARGET, SOURCE)
+    with pytest.raises(ValueError, match=r"`encoder_dim` the decoder was "
+                       r"built with = 12.*encoder_sequence.shape=\(2, 6, 8\)"):
+        decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
+    with pytest.raises(ValueError, match=r"value.shape=\(2, 6, 8\)"):
+        decoder.cross_attention.compute_key_value(SOURCE)
+
+
+def test_cache_holds_the_self_attention_sizes():
+    """`initial_cache` reads `num_heads`, `key_dim` and `value_dim` from
+    the plugged layer (here key size 4, value size 6, 3 heads)."""
+    decoder = TransformerDecoder(
+        intermediate_dim=16, num_heads=2,
+        self_attention=MultiHeadSelfAttention(num_heads=3, key_dim=4,
+                                              value_dim=6),
+    )
+    full = np.array(decoder(TARGET, SOURCE))
+    cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
+    keys, values = cache["self_attention"]
+    assert tuple(keys.shape) == (BATCH, TARGET_LEN, 3, 4)
+    assert tuple(values.shape) == (BATCH, TARGET_LEN, 3, 6)
+    outputs, _ = _step_by_step(decoder, TARGET, cache)
+    np.testing.assert_allclose(outputs, full, atol=1e-5)
+
+
+def test_plugged_self_attention_round_trips_through_the_config():
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2,
+                                 self_attention=_relative())
+    want = np.array(decoder(TARGET, SOURCE, decoder_padding_mask=TARGET_PADDING))
+    clone = TransformerDecoder.from_config(decoder.get_config())
+    assert type(clone.self_attention) is RelativeAttention
+    assert clone.self_attention is not decoder.self_attention
+    clone(TARGET, SOURCE)
+    clone.set_weights(decoder.get_weights())
+    got = clone(TARGET, SOURCE, decoder_padding_mask=TARGET_PADDING)
+    np.testing.assert_array_equal(np.array(got), want)
+
+
+def test_a_self_attention_without_a_cache_decodes_full_passes_only():
+    decoder = TransformerDecoder(
+        intermediate_dim=16, num_heads=2,
+        self_attention=LocalSelfAttention(num_heads=2, key_dim=4, window=2,
+                                          name="self_attention"),
+    )
+    decoder(TARGET, SOURCE)
+    plain = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    plain(TARGET, SOURCE)
+    copy_weights_by_path(plain, decoder)
+    positions = np.arange(TARGET_LEN)
+    band = (positions[None, :] <= positions[:, None]) & (
+        positions[:, None] - positions[None, :] <= 2)
+    band = np.broadcast_to(band, (BATCH, TARGET_LEN, TARGET_LEN))
+    np.testing.assert_allclose(
+        decoder(TARGET, SOURCE),
+        plain(TARGET, SOURCE, decoder_attention_mask=band), atol=1e-5,
+    )
+    message = ("takes `cache`, received: self_attention of type "
+               "LocalSelfAttention")
+    with pytest.raises(ValueError, match=message):
+        decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
+    cache = plain.initial_cache(SOURCE, max_length=TARGET_LEN)
+    with pytest.raises(ValueError, match=message):
+        decoder(TARGET[:, :1], cache=cache, cache_update_index=0)
+    with pytest.raises(ValueError, match="takes `attention_mask`"):
+        decoder(TARGET, SOURCE, decoder_attention_mask=band)
+
+
+def test_bad_self_attention():
+    with pytest.raises(ValueError, match=r"self_attention=\[\]"):
+        TransformerDecoder(intermediate_dim=16, num_heads=2,
+                           self_attention=[])

@@ -1,9 +1,12 @@
 """TransformerEncoder, with KerasHub's encoder as the reference."""
 
+import keras
 import keras_hub
 import numpy as np
 import pytest
 
+from keras_attention.layers import LocalSelfAttention
+from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import TransformerEncoder
 from tests.harness import copy_weights_by_path
@@ -118,11 +121,18 @@ def test_residual_dropout_is_applied_in_training():
                                inference), dropout.name
 
 
+def _relative(**kwargs):
+    return RelativeAttention(num_heads=2, key_dim=4, max_relative_position=2,
+                             relative_values=True, **kwargs)
+
+
 def test_harness_relative():
+    """A config dict, so every layer the harness makes gets its own."""
     run_layer_test(
         TransformerEncoder,
-        {"intermediate_dim": 16, "num_heads": 2, "max_relative_position": 2,
-         "relative_values": True, "dropout": 0.1},
+        {"intermediate_dim": 16, "num_heads": 2, "dropout": 0.1,
+         "self_attention": keras.saving.serialize_keras_object(
+             _relative(dropout=0.1))},
         {"inputs": INPUTS, "padding_mask": PADDING},
         expected_output_shape=(BATCH, LENGTH, DIM),
         mask_argument="padding_mask",
@@ -131,8 +141,8 @@ def test_harness_relative():
 
 def test_relative_encoder_with_zero_tables_equals_plain_encoder():
     relative = TransformerEncoder(intermediate_dim=16, num_heads=2,
-                                  max_relative_position=2,
-                                  relative_values=True)
+                                  self_attention=_relative(
+                                      name="self_attention"))
     relative(INPUTS)
     assert type(relative.self_attention) is RelativeAttention
     plain = TransformerEncoder(intermediate_dim=16, num_heads=2)
@@ -153,13 +163,169 @@ def test_relative_encoder_with_zero_tables_equals_plain_encoder():
                            atol=1e-3)
 
 
+@pytest.mark.parametrize("form", ["instance", "serialized", "class_name"])
+def test_plugged_self_attention_round_trips_through_the_config(form):
+    plugged = _relative(per_head_tables=True)
+    if form == "serialized":
+        plugged = keras.saving.serialize_keras_object(plugged)
+    elif form == "class_name":
+        plugged = {"class_name": "RelativeAttention",
+                   "config": plugged.get_config()}
+    encoder = TransformerEncoder(intermediate_dim=16, num_heads=2,
+                                 self_attention=plugged)
+    want, want_scores = encoder(INPUTS, padding_mask=PADDING,
+                                return_attention_scores=True)
+    config = encoder.get_config()
+    assert config["self_attention"]["config"]["max_relative_position"] == 2
+    clone = TransformerEncoder.from_config(config)
+    assert type(clone.self_attention) is RelativeAttention
+    assert clone.self_attention is not encoder.self_attention
+    assert clone.get_config() == config
+    clone(INPUTS)
+    clone.set_weights(encoder.get_weights())
+    got, got_scores = clone(INPUTS, padding_mask=PADDING,
+                            return_attention_scores=True)
+    np.testing.assert_array_equal(np.array(got), np.array(want))
+    np.testing.assert_array_equal(np.array(got_scores),
+                                  np.array(want_scores))
+    # The default self-attention stays `None` in the config, built or not.
+    plain = TransformerEncoder(intermediate_dim=16, num_heads=2)
+    assert plain.get_config()["self_attention"] is None
+    plain(INPUTS)
+    assert plain.get_config()["self_attention"] is None
+
+
+def test_config_dict_makes_a_new_layer_per_block():
+    config = keras.saving.serialize_keras_object(_relative())
+    first, second = (
+        TransformerEncoder(intermediate_dim=16, num_heads=2,
+                           self_attention=config)
+        for _ in range(2)
+    )
+    assert first.self_attention is not second.self_attention
+    first(INPUTS)
+    second(INPUTS)
+    assert not np.allclose(first.self_attention.key_relative_embeddings,
+                           second.self_attention.key_relative_embeddings)
+
+
+def test_an_unbuilt_layer_takes_the_block_dtype_policy():
+    encoder = TransformerEncoder(intermediate_dim=16, num_heads=2,
+                                 self_attention=_relative(),
+                                 dtype="mixed_float16")
+    outputs = encoder(INPUTS)
+    assert encoder.self_attention.dtype_policy.name == "mixed_float16"
+    assert encoder.self_attention.query_dense.dtype_policy.name == (
+        "mixed_float16")
+    assert keras.backend.standardize_dtype(outputs.dtype) == "float16"
+    built = _relative()
+    built(INPUTS)
+    kept = TransformerEncoder(intermediate_dim=16, num_heads=2,
+                              self_attention=built, dtype="mixed_float16")
+    kept(INPUTS)
+    assert kept.self_attention.dtype_policy.name == "float32"
+
+
+@pytest.mark.parametrize("window", [1, 2])
+def test_local_self_attention_equals_a_band_mask(window):
+    """A plugged `LocalSelfAttention` computes the default block with the
+    band as `attention_mask`."""
+    local = TransformerEncoder(
+        intermediate_dim=16, num_heads=2,
+        self_attention=LocalSelfAttention(num_heads=2, key_dim=4,
+                                          window=window,
+                                          name="self_attention"),
+    )
+    local(INPUTS)
+    plain = TransformerEncoder(intermediate_dim=16, num_heads=2)
+    plain(INPUTS)
+    copy_weights_by_path(plain, local)
+    positions = np.arange(LENGTH)
+    band = np.abs(positions[:, None] - positions[None, :]) <= window
+    band = np.broadcast_to(band, (BATCH, LENGTH, LENGTH))
+    want = np.array(plain(INPUTS, padding_mask=PADDING, attention_mask=band))
+    got = np.array(local(INPUTS, padding_mask=PADDING))
+    np.testing.assert_allclose(got[PADDING], want[PADDING], atol=1e-5)
+    with pytest.raises(ValueError, match="takes `attention_mask`, received: "
+                       "self_attention of type LocalSelfAttention"):
+        local(INPUTS, attention_mask=band)
+
+
+@keras.saving.register_keras_serializable(package="keras_attention_tests")
+class ScaledSelfAttention(MultiHeadSelfAttention):
+    """A user's layer: the default one with its output scaled."""
+
+    def __init__(self, scale, **kwargs):
+        super().__init__(**kwargs)
+        self.scale = scale
+
+    def call(self, inputs, padding_mask=None, attention_mask=None,
+             use_causal_mask=False, return_attention_scores=False,
+             training=None):
+        outputs = super().call(
+            inputs, padding_mask=padding_mask, attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            return_attention_scores=return_attention_scores,
+            training=training,
+        )
+        if isinstance(outputs, tuple):
+            return (outputs[0] * self.scale,) + outputs[1:]
+        return outputs * self.scale
+
+    def get_config(self):
+        return {**super().get_config(), "scale": self.scale}
+
+
+def _scaled_encoder(scale):
+    return TransformerEncoder(
+        intermediate_dim=16, num_heads=2, normalize_first=True,
+        self_attention=ScaledSelfAttention(scale=scale, num_heads=2,
+                                           key_dim=4, name="self_attention"),
+    )
+
+
+def test_a_user_layer_plugs_in_and_round_trips():
+    plain = TransformerEncoder(intermediate_dim=16, num_heads=2,
+                               normalize_first=True)
+    want = np.array(plain(INPUTS, padding_mask=PADDING))
+    same = _scaled_encoder(1.0)
+    same(INPUTS)
+    copy_weights_by_path(plain, same)
+    np.testing.assert_allclose(same(INPUTS, padding_mask=PADDING), want,
+                               atol=1e-6)
+    # Pre-norm with a zero self-attention: only the feed-forward remains.
+    silent = _scaled_encoder(0.0)
+    outputs = np.array(silent(INPUTS))
+    np.testing.assert_allclose(outputs, silent._feedforward(INPUTS, False),
+                               atol=1e-6)
+    clone = TransformerEncoder.from_config(silent.get_config())
+    assert type(clone.self_attention) is ScaledSelfAttention
+    assert clone.self_attention.scale == 0.0
+
+
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "self_attention, message",
     [
-        ({"max_relative_position": 0}, "max_relative_position=0"),
-        ({"relative_values": True}, "max_relative_position=None"),
+        (3, "self_attention=3"),
+        ("relative", "self_attention='relative'"),
+        (RelativeAttention, "self_attention=<class"),
+        ({"class_name": "NoSuchAttention", "config": {}},
+         r"could not be deserialized .*received: self_attention=\{"),
+        (keras.saving.serialize_keras_object(keras.initializers.Zeros()),
+         "must describe a Keras layer, but its config gave a Zeros"),
     ],
 )
-def test_bad_relative_arguments(kwargs, message):
+def test_bad_self_attention(self_attention, message):
     with pytest.raises(ValueError, match=message):
-        TransformerEncoder(intermediate_dim=16, num_heads=2, **kwargs)
+        TransformerEncoder(intermediate_dim=16, num_heads=2,
+                           self_attention=self_attention)
+
+
+def test_self_attention_must_return_the_model_size():
+    encoder = TransformerEncoder(
+        intermediate_dim=16, num_heads=2,
+        self_attention=MultiHeadSelfAttention(num_heads=2, key_dim=4,
+                                              output_dim=6),
+    )
+    with pytest.raises(ValueError, match="model size.*8.*output_dim=6"):
+        encoder(INPUTS)

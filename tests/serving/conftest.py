@@ -122,5 +122,6 @@ def server_url(repository):
              "--monitoring_config_file="
              f"{REPO_ROOT / 'serving' / 'monitoring.config'}"]
     with running_server(*flags) as (url, _):
-        wait_until_ready(url, model="translator")
+        for name in ("translator", "rnn_translator"):
+            wait_until_ready(url, model=name)
         yield url

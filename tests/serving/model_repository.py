@@ -3,11 +3,15 @@ a real TF Serving:
 
     ROOT/numeric/1, ROOT/numeric/2   the numeric model (tests/serving/
                                      numeric_model.py), two versions
-    ROOT/translator/1                a tiny translator, briefly trained
-    ROOT/models.config               both models; numeric serves all
+    ROOT/translator/1                a tiny Transformer translator,
+                                     briefly trained
+    ROOT/rnn_translator/1            a tiny RNN translator (additive
+                                     attention), briefly trained
+    ROOT/models.config               the three models; numeric serves all
                                      versions, labels stable=1, canary=2
     ROOT/translations.json           the in-process translations of
-                                     TEXTS, for comparison over REST
+                                     TEXTS, for comparison over REST (and
+                                     ROOT/rnn_translator_translations.json)
 
 To check a real TF Serving: `python -m tests.serving.model_repository
 DIR --config-base /models`, start tensorflow_model_server with DIR
@@ -28,6 +32,12 @@ TEXTS = [
     " ".join(["the big red dog runs to the old house ."] * 40),
 ]
 
+# Served name -> the TrainingConfig.model it is trained as, and the file of
+# its in-process translations.
+TRANSLATORS = {"translator": "transformer", "rnn_translator": "rnn"}
+TRANSLATIONS = {"translator": "translations.json",
+                "rnn_translator": "rnn_translator_translations.json"}
+
 CONFIG = """model_config_list {{
   config {{
     name: "numeric"
@@ -40,6 +50,11 @@ CONFIG = """model_config_list {{
   config {{
     name: "translator"
     base_path: "{base}/translator"
+    model_platform: "tensorflow"
+  }}
+  config {{
+    name: "rnn_translator"
+    base_path: "{base}/rnn_translator"
     model_platform: "tensorflow"
   }}
 }}
@@ -57,13 +72,15 @@ def build(root, config_base=None, translator_work_dir=None):
     for version in (1, 2):
         export_numeric_model(root / "numeric", version)
     work = pathlib.Path(translator_work_dir or root / "_translator_run")
-    translator = train(TrainingConfig(
-        output_dir=str(work), train_size=1500, epochs=3, bleu_sentences=0,
-        verbose=0, warmup_steps=100, learning_rate_scale=2.0, max_length=32,
-    ))
-    translator.export(root, "translator", 1)
-    (root / "translations.json").write_text(json.dumps(
-        dict(zip(TEXTS, translator.translate(TEXTS))), ensure_ascii=False))
+    for name, model in TRANSLATORS.items():
+        translator = train(TrainingConfig(
+            output_dir=str(work / name), model=model, train_size=1500,
+            epochs=3, bleu_sentences=0, verbose=0, warmup_steps=100,
+            learning_rate_scale=2.0, max_length=32,
+        ))
+        translator.export(root, name, 1)
+        (root / TRANSLATIONS[name]).write_text(json.dumps(
+            dict(zip(TEXTS, translator.translate(TEXTS))), ensure_ascii=False))
     (root / "models.config").write_text(
         CONFIG.format(base=config_base or root.resolve()))
     return root

@@ -1,5 +1,5 @@
-"""The exported translator over REST equals the same SavedModel run
-in-process, and the translations the trainer wrote (translations.json)."""
+"""The exported translators (Transformer and RNN) over REST equal the same
+SavedModel run in-process, and the translations the trainer wrote."""
 
 import functools
 import json
@@ -11,19 +11,26 @@ import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 
 from tests.serving import http
 from tests.serving.model_repository import TEXTS
+from tests.serving.model_repository import TRANSLATIONS
 
 DETAILS = "translate_with_attention"
 
 
-@pytest.fixture(scope="module")
-def translations(repository):
-    return json.loads((repository / "translations.json").read_text("utf-8"))
+@pytest.fixture(scope="module", params=sorted(TRANSLATIONS))
+def name(request):
+    """The served translator's name: every test runs on both models."""
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def in_process(repository):
+def translations(repository, name):
+    return json.loads((repository / TRANSLATIONS[name]).read_text("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def in_process(repository, name):
     """The signatures' outputs on TEXTS, from tf.saved_model.load."""
-    model = tf.saved_model.load(str(repository / "translator" / "1"))
+    model = tf.saved_model.load(str(repository / name / "1"))
     text = tf.constant(TEXTS)
     return {name: {key: value.numpy() for key, value in
                    model.signatures[name](text=text).items()}
@@ -31,11 +38,11 @@ def in_process(repository):
 
 
 @pytest.fixture(scope="module")
-def translate_one(server_url):
+def translate_one(server_url, name):
     @functools.cache
     def translate(text):
         reply = http.call(server_url, "predict", {"instances": [text]},
-                          model="translator")
+                          model=name)
         assert reply.status == 200, reply.raw
         (translation,) = reply.json["predictions"]
         return translation
@@ -58,23 +65,23 @@ def test_translation_over_rest(index, translate_one, translations,
         in_process["serving_default"]["translation"])[index]
 
 
-def test_mixed_batch_equals_one_by_one(server_url, translate_one):
+def test_mixed_batch_equals_one_by_one(server_url, translate_one, name):
     reply = http.call(server_url, "predict", {"instances": TEXTS},
-                      model="translator")
+                      model=name)
     assert reply.status == 200, reply.raw
     assert reply.json == {"predictions": [translate_one(t) for t in TEXTS]}
     columnar = http.call(server_url, "predict", {"inputs": {"text": TEXTS}},
-                         model="translator")
+                         model=name)
     assert columnar.json == {"outputs": reply.json["predictions"]}
 
 
-def test_translate_with_attention(server_url, in_process):
-    metadata = http.get(http.model_url(server_url, "translator")
+def test_translate_with_attention(server_url, in_process, name):
+    metadata = http.get(http.model_url(server_url, name)
                         + "/metadata").json
     listed = metadata["metadata"]["signature_def"]["signature_def"][DETAILS]
     reply = http.call(server_url, "predict", {"signature_name": DETAILS,
                                               "instances": TEXTS},
-                      model="translator")
+                      model=name)
     assert reply.status == 200, reply.raw
     rows = reply.json["predictions"]
     assert [set(row) for row in rows] == [set(listed["outputs"])] * len(TEXTS)
@@ -90,12 +97,12 @@ def test_translate_with_attention(server_url, in_process):
                                expected["attention"], rtol=1e-6, atol=1e-7)
 
 
-def test_strings_are_written_as_raw_utf8(server_url):
+def test_strings_are_written_as_raw_utf8(server_url, name):
     # rapidjson's UTF-8 writer copies non-ASCII bytes; nothing is escaped
     # as \uXXXX. SentencePiece's word marker is U+2581.
     reply = http.call(server_url, "predict", {
         "signature_name": DETAILS, "instances": [TEXTS[3]]},
-        model="translator")
+        model=name)
     assert "▁".encode() in reply.raw
     assert b"\\u2581" not in reply.raw
     (row,) = reply.json["predictions"]

@@ -12,6 +12,12 @@ from keras_attention.text import synthetic
 SENTENCES = [pair[0] for pair in synthetic.generate_pairs(8, seed=7)]
 
 
+def _ids(translator):
+    """The special ids decoding takes: the tokenizer's."""
+    tokenizer = translator.tokenizer
+    return dict(bos_id=tokenizer.bos_id, eos_id=tokenizer.eos_id)
+
+
 def _source(translator):
     return translator.module.encode_text(tf.constant(SENTENCES))[0]
 
@@ -25,9 +31,10 @@ def _until_eos(row):
 
 def test_cached_greedy_equals_uncached_greedy(trained):
     translator, _ = trained
+    ids = _ids(translator)
     model = translator.model
     source = _source(translator)
-    tokens, attention = greedy_decode(model, source, max_length=40)
+    tokens, attention = greedy_decode(model, source, **ids, max_length=40)
     tokens = tokens.numpy()
     # Uncached: re-run the whole decoder on the prefix at every step.
     prefix = np.full((len(SENTENCES), 1), BOS_ID, "int32")
@@ -48,32 +55,45 @@ def test_cached_greedy_equals_uncached_greedy(trained):
 
 def test_greedy_in_a_graph_equals_eager(trained):
     translator, _ = trained
+    ids = _ids(translator)
     source = _source(translator)
-    eager, _ = greedy_decode(translator.model, source, max_length=40)
+    eager, _ = greedy_decode(translator.model, source, **ids, max_length=40)
     graph = tf.function(
-        lambda s: greedy_decode(translator.model, s, max_length=40)[0],
+        lambda s: greedy_decode(translator.model, s, **ids, max_length=40)[0],
         input_signature=[tf.TensorSpec([None, None], tf.int32)],
     )
     np.testing.assert_array_equal(graph(source), eager)
 
 
 def test_beam_width_one_is_greedy(trained):
+    """Beam search of width 1 follows the greedy path token for token. In
+    tf-models' search a finished hypothesis (EOS as the runner-up at some
+    step) stays a candidate, so the beam may stop earlier, at an EOS that
+    outscores greedy's longer ending; it never takes another token."""
     translator, _ = trained
+    ids = _ids(translator)
     source = _source(translator)
-    greedy, _ = greedy_decode(translator.model, source, max_length=40)
-    beam = beam_search_decode(translator.model, source, beam_size=1,
-                              alpha=0.0, max_length=40)
+    greedy, _ = greedy_decode(translator.model, source, **ids,
+                              max_length=40)
+    beam = beam_search_decode(translator.model, source, **ids,
+                              beam_size=1, alpha=0.0, max_length=40)
+    identical = 0
     for g, b in zip(greedy.numpy(), beam.numpy()):
-        assert _until_eos(g) == _until_eos(b)
+        g, b = _until_eos(g), _until_eos(b)
+        identical += g == b
+        if g != b:  # the beam stopped early with EOS on greedy's path
+            assert b[-1] == EOS_ID and b[:-1] == g[: len(b) - 1], (g, b)
+    assert identical >= len(SENTENCES) - 2, "beam 1 strays from greedy"
 
 
 def test_beam_search_in_a_graph_equals_eager_and_is_well_formed(trained):
     translator, _ = trained
+    ids = _ids(translator)
     source = _source(translator)
-    eager = beam_search_decode(translator.model, source, beam_size=4,
+    eager = beam_search_decode(translator.model, source, **ids, beam_size=4,
                                alpha=0.6, max_length=40).numpy()
     graph = tf.function(
-        lambda s: beam_search_decode(translator.model, s, beam_size=4,
+        lambda s: beam_search_decode(translator.model, s, **ids, beam_size=4,
                                      alpha=0.6, max_length=40),
         input_signature=[tf.TensorSpec([None, None], tf.int32)],
     )
@@ -95,11 +115,13 @@ def test_output_length_limits_are_per_sentence():
 
 def test_a_sentence_decodes_the_same_alone_and_in_a_batch(trained):
     translator, _ = trained
+    ids = _ids(translator)
     source = _source(translator).numpy()
     for decode in (
-        lambda s: greedy_decode(translator.model, s, max_length=40)[0],
-        lambda s: beam_search_decode(translator.model, s, beam_size=3,
-                                     max_length=40),
+        lambda s: greedy_decode(translator.model, s, **ids,
+                                max_length=40)[0],
+        lambda s: beam_search_decode(translator.model, s, **ids,
+                                     beam_size=3, max_length=40),
     ):
         together = decode(source).numpy()
         for row, sentence in enumerate(source):
@@ -112,11 +134,12 @@ def test_length_arguments_are_checked(trained):
     import pytest
 
     translator, _ = trained
+    ids = _ids(translator)
     source = _source(translator)
     with pytest.raises(ValueError, match="length_offset=-1"):
-        greedy_decode(translator.model, source, length_offset=-1)
+        greedy_decode(translator.model, source, **ids, length_offset=-1)
     with pytest.raises(ValueError, match="length_ratio=0"):
-        greedy_decode(translator.model, source, length_ratio=0)
+        greedy_decode(translator.model, source, **ids, length_ratio=0)
 
 
 def test_decoding_under_a_mixed_policy_returns_float32_attention():
@@ -126,9 +149,10 @@ def test_decoding_under_a_mixed_policy_returns_float32_attention():
                                               dtype="mixed_bfloat16")
     source = np.random.default_rng(0).integers(3, 40, (3, 6)).astype("int32")
     model({"encoder_tokens": source, "decoder_tokens": source})
-    tokens, attention = greedy_decode(model, source, max_length=8)
+    ids = dict(bos_id=BOS_ID, eos_id=EOS_ID)
+    tokens, attention = greedy_decode(model, source, **ids, max_length=8)
     assert attention.dtype == tf.float32
     np.testing.assert_allclose(attention.numpy().sum(-1)[tokens.numpy() != 0],
                                1.0, atol=1e-2)
-    beam = beam_search_decode(model, source, beam_size=2, max_length=8)
+    beam = beam_search_decode(model, source, **ids, beam_size=2, max_length=8)
     assert beam.dtype == tf.int32 and beam.shape[0] == 3

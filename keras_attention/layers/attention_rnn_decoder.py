@@ -1,0 +1,242 @@
+"""`AttentionRNNDecoder`: a recurrent decoder that attends a memory at every
+step (Bahdanau, Cho, Bengio 2015).
+
+Letters: B batch, T target length, S source (memory) length, E input size,
+U recurrent units, M memory size, K prepared key size.
+"""
+
+import keras
+from keras import ops
+
+from keras_attention import _validation
+from keras_attention.layers.additive_attention import AdditiveAttention
+from keras_attention.layers.dot_attention import DotAttention
+from keras_attention.layers.general_attention import GeneralAttention
+from keras_attention.layers.scaled_dot_attention import ScaledDotAttention
+from keras_attention.layers.score_attention import ScoreAttention
+
+ATTENTIONS = {
+    "additive": AdditiveAttention,
+    "dot": DotAttention,
+    "general": GeneralAttention,
+    "scaled_dot": ScaledDotAttention,
+}
+CELLS = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class AttentionRNNDecoder(keras.layers.Layer):
+    """A GRU or LSTM decoder with attention over a memory at every step.
+
+    At step t, with the previous state `s_{t-1}` as the query, a
+    `ScoreAttention` layer weighs the memory (the encoder's annotations
+    `h_i`): `α_ti = softmax_i(score(s_{t-1}, h_i))`, `c_t = Σ_i α_ti h_i`.
+    The recurrence is then fed the input and the context,
+    `s_t = f(s_{t-1}, [y_{t-1}; c_t])` (Bahdanau et al.'s decoder: the
+    context of every step is fed back into the recurrence). The layer
+    returns the states and the contexts, from which a model computes its
+    output `g(y_{t-1}, s_t, c_t)`.
+
+    The key-side part of the score (`U h_i` for the additive score) is
+    computed once per memory (`prepare_memory`), not at every step. `step`
+    runs one position (incremental decoding: the recurrent state is the
+    cache) and `call` runs a whole target sequence (teacher forcing) with the
+    same step, so both compute the same numbers.
+
+    Args:
+        units: int, the recurrent state size U.
+        cell: `"gru"` or `"lstm"`.
+        attention: the score function: `"additive"` (Bahdanau; default),
+            `"dot"`, `"general"`, `"scaled_dot"` (Luong et al.), a
+            `ScoreAttention` layer, or such a layer's serialized config.
+            Dot scores need `units` equal to the memory size.
+        attention_units: the additive score's hidden size (default `units`).
+        **kwargs: base layer arguments (`name`, `dtype`, ...).
+
+    Call arguments:
+        inputs: `(batch, target_len, input_dim)`, the embedded previous
+            tokens `y_{t-1}`.
+        memory: `(batch, source_len, memory_dim)`.
+        initial_state: the starting state: a list of `(batch, units)`
+            tensors (one for a GRU, `[h, c]` for an LSTM), or one
+            `(batch, units)` tensor `s_0` (see `states_from`).
+        memory_mask: `(batch, source_len)` boolean; False positions get no
+            weight.
+        return_attention_scores: bool; also return the weights.
+        training: bool.
+
+    Returns:
+        `(states (batch, target_len, units), contexts (batch, target_len,
+        memory_dim))`, then the weights `(batch, target_len, source_len)` if
+        `return_attention_scores`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.layers import AttentionRNNDecoder
+    >>> decoder = AttentionRNNDecoder(units=8)
+    >>> inputs = np.ones((2, 4, 3), "float32")      # (B, T, E)
+    >>> memory = np.random.rand(2, 5, 6).astype("float32")  # (B, S, M)
+    >>> state = decoder.states_from(np.zeros((2, 8), "float32"))
+    >>> states, contexts, weights = decoder(
+    ...     inputs, memory, state, return_attention_scores=True)
+    >>> tuple(states.shape), tuple(contexts.shape), tuple(weights.shape)
+    ((2, 4, 8), (2, 4, 6), (2, 4, 5))
+    >>> keys = decoder.prepare_memory(memory)
+    >>> first, context, alpha, state = decoder.step(
+    ...     inputs[:, 0], state, memory, keys)
+    >>> bool(np.allclose(first, states[:, 0], atol=1e-6))
+    True
+
+    Reference:
+        Bahdanau, Cho, Bengio. "Neural Machine Translation by Jointly Learning
+        to Align and Translate", ICLR 2015, section 3.1 and appendix A.
+        Luong, Pham, Manning. "Effective Approaches to Attention-based Neural
+        Machine Translation", EMNLP 2015 (the dot and general scores).
+    """
+
+    def __init__(self, units, cell="gru", attention="additive",
+                 attention_units=None, **kwargs):
+        super().__init__(**kwargs)
+        self.units = _validation.positive_int("units", units)
+        self.cell_type = _validation.choice("cell", cell, CELLS)
+        self.attention_units = _validation.optional_positive_int(
+            "attention_units", attention_units
+        )
+        if isinstance(attention, str):
+            _validation.choice("attention", attention, ATTENTIONS)
+        elif isinstance(attention, dict):
+            attention = keras.saving.deserialize_keras_object(attention)
+        if not isinstance(attention, (str, ScoreAttention)):
+            raise ValueError(
+                "`attention` must be one of "
+                f"{sorted(ATTENTIONS)}, a ScoreAttention layer or its config, "
+                f"received: attention={attention!r}"
+            )
+        self.attention = attention
+
+    def _make_attention(self):
+        if not isinstance(self.attention, str):
+            return self.attention
+        if self.attention == "additive":
+            return AdditiveAttention(self.attention_units or self.units,
+                                     dtype=self.dtype_policy, name="attention")
+        return ATTENTIONS[self.attention](dtype=self.dtype_policy,
+                                          name="attention")
+
+    def build(self, inputs_shape, memory_shape, initial_state_shape=None):
+        _validation.rank("inputs", inputs_shape, (2, 3),
+                         "(batch, target_len, input_dim)")
+        _validation.rank("memory", memory_shape, (3,),
+                         "(batch, source_len, memory_dim)")
+        memory_dim = memory_shape[-1]
+        if self.attention in ("dot", "scaled_dot") and memory_dim != self.units:
+            raise ValueError(
+                f"The {self.attention!r} score needs `units` equal to the "
+                f"memory size, received: units={self.units}, memory size "
+                f"{memory_dim}"
+            )
+        self.attention_layer = self._make_attention()
+        if not self.attention_layer.built:  # a layer given built keeps its weights
+            self.attention_layer.build((inputs_shape[0], self.units),
+                                       memory_shape)
+        self.cell = CELLS[self.cell_type](
+            self.units, dtype=self.dtype_policy, name="cell"
+        )
+        self.cell.build((inputs_shape[0], inputs_shape[-1] + memory_dim))
+
+    def states_from(self, hidden):
+        """The recurrent state list whose output state is `hidden (B, U)`:
+        `[hidden]` for a GRU, `[hidden, zeros]` for an LSTM."""
+        if self.cell_type == "lstm":
+            return [hidden, ops.zeros_like(hidden)]
+        return [hidden]
+
+    def prepare_memory(self, memory):
+        """The key-side part of the score `(B, S, K)`, once per memory."""
+        return self.attention_layer.prepare_key(memory)
+
+    def step(self, inputs, states, memory, prepared_memory,
+             memory_mask=None, training=None):
+        """One decoding position.
+
+        Args:
+            inputs: `(B, E)`, the embedded previous token.
+            states: the recurrent state list (each `(B, U)`).
+            memory: `(B, S, M)`.
+            prepared_memory: `prepare_memory(memory)`.
+            memory_mask: `(B, S)` boolean.
+
+        Returns:
+            `(state (B, U), context (B, M), weights (B, S), new states)`.
+        """
+        query = states[0]  # s_{t-1} (B, U)
+        context, weights = self.attention_layer(
+            query, memory, key_padding_mask=memory_mask,
+            prepared_key=prepared_memory, return_attention_scores=True,
+            training=training,
+        )  # (B, M), (B, S)
+        cell_input = ops.concatenate(
+            [ops.cast(inputs, self.compute_dtype),
+             ops.cast(context, self.compute_dtype)], axis=-1,
+        )  # (B, E + M)
+        output, new_states = self.cell(cell_input, list(states),
+                                       training=training)
+        if not isinstance(new_states, (list, tuple)):
+            new_states = [new_states]
+        return output, context, weights, list(new_states)
+
+    def call(self, inputs, memory, initial_state, memory_mask=None,
+             return_attention_scores=False, training=None):
+        _validation.rank("inputs", inputs.shape, (3,),
+                         "(batch, target_len, input_dim)")
+        if not isinstance(initial_state, (list, tuple)):
+            initial_state = self.states_from(initial_state)
+        prepared = self.prepare_memory(memory)  # (B, S, K)
+        batch, source_len = ops.shape(memory)[0], ops.shape(memory)[1]
+
+        # `ops.scan` wants each step's output to have the carry's structure,
+        # so the carry holds the last step's output, context and weights.
+        def body(carry, inputs_t):
+            output, context, weights, states = self.step(
+                inputs_t, carry["states"], memory, prepared, memory_mask,
+                training,
+            )
+            carry = {
+                "states": states,
+                "output": ops.cast(output, self.compute_dtype),
+                "context": ops.cast(context, self.compute_dtype),
+                "weights": ops.cast(weights, "float32"),
+            }
+            return carry, carry
+
+        initial = {
+            "states": list(initial_state),
+            "output": ops.zeros((batch, self.units), self.compute_dtype),
+            "context": ops.zeros((batch, memory.shape[-1]), self.compute_dtype),
+            "weights": ops.zeros((batch, source_len), "float32"),
+        }
+        # Scan over time: (B, T, E) -> (T, B, E).
+        _, steps = ops.scan(body, initial, ops.moveaxis(inputs, 1, 0))
+        outputs = ops.moveaxis(steps["output"], 0, 1)  # (B, T, U)
+        contexts = ops.moveaxis(steps["context"], 0, 1)  # (B, T, M)
+        if return_attention_scores:
+            weights = ops.moveaxis(steps["weights"], 0, 1)  # (B, T, S)
+            return outputs, contexts, weights
+        return outputs, contexts
+
+    def get_config(self):
+        config = super().get_config()
+        attention = self.attention
+        if not isinstance(attention, str):
+            attention = keras.saving.serialize_keras_object(attention)
+            attention.pop("build_config", None)  # rebuilt with the decoder
+        config.update(
+            {
+                "units": self.units,
+                "cell": self.cell_type,
+                "attention": attention,
+                "attention_units": self.attention_units,
+            }
+        )
+        return config

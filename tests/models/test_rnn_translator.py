@@ -1,0 +1,130 @@
+"""RNNTranslator: cached steps == teacher forcing, padding invariance,
+causality, configuration round trips, presets and argument errors."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_attention.models import TRANSLATORS
+from keras_attention.models import RNNTranslator
+from keras_attention.models.rnn_translator import PRESETS
+from keras_attention.training.config import PRESET_NAMES
+
+RNG = np.random.default_rng(0)
+SOURCE = np.array([[5, 6, 7, 8, 9], [4, 9, 3, 0, 0]], "int32")
+TARGET = np.array([[2, 11, 12, 13], [2, 14, 15, 0]], "int32")
+
+
+def small(**options):
+    options = {"embedding_dim": 8, "encoder_units": 6, "decoder_units": 12,
+               "attention_units": 5, "dropout": 0.0, **options}
+    model = RNNTranslator(20, 20, **options)
+    model({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    return model
+
+
+@pytest.mark.parametrize(
+    "options",
+    [{}, {"cell": "lstm"}, {"attention": "dot"}, {"attention": "general"},
+     {"attention": "scaled_dot", "num_layers": 2},
+     {"tie_embeddings": False, "share_embeddings": True}],
+    ids=["gru-additive", "lstm", "dot", "general", "scaled-dot-2-layers",
+         "untied-shared"],
+)
+def test_cached_steps_equal_the_teacher_forced_pass(options):
+    model = small(**options)
+    memory, source_mask = model.encode(SOURCE)
+    full, weights = model.decode(TARGET, memory, source_mask,
+                                 return_attention_scores=True)
+    cache = model.initial_cache(memory, source_mask, TARGET.shape[1])
+    for index in range(TARGET.shape[1]):
+        logits, cache, step_weights = model.decode_step(
+            TARGET[:, index:index + 1], index, cache, source_mask
+        )
+        np.testing.assert_allclose(logits, full[:, index], atol=1e-5)
+        np.testing.assert_allclose(step_weights, weights[:, index], atol=1e-6)
+    weights = np.array(weights)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-5)
+    assert np.abs(weights[1, :, 3:]).max() == 0.0  # padding never attended
+
+
+def test_padding_does_not_change_a_sentence():
+    model = small()
+    padded = model({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    alone = model({"encoder_tokens": SOURCE[1:, :3],
+                   "decoder_tokens": TARGET[1:, :3]})
+    np.testing.assert_allclose(alone[0], padded[1, :3], atol=1e-5)
+
+
+def test_logits_depend_only_on_earlier_target_tokens():
+    model = small()
+    embedded = model.target_embedding(TARGET)
+    memory, source_mask = model.encode(SOURCE)
+    cache = model.initial_cache(memory, source_mask)
+    with tf.GradientTape() as tape:
+        tape.watch(embedded)
+        states, contexts = model.decoder(embedded, memory, cache["states"],
+                                         memory_mask=source_mask)
+        logits = model._logits(embedded, states, contexts)
+        chosen = tf.reduce_sum(logits[0, 1])  # position 1
+    gradient = np.abs(np.array(tape.gradient(chosen, embedded)))[0].sum(-1)
+    assert gradient[0] > 0 and gradient[1] > 0
+    assert gradient[2] == 0 and gradient[3] == 0
+
+
+def test_tied_and_shared_embeddings():
+    tied = small(share_embeddings=True)
+    names = [w.path for w in tied.weights]
+    assert sum("embedding" in n for n in names) == 1, names
+    assert not any("output_projection" in n for n in names)
+    assert tied.source_embedding is tied.target_embedding
+    untied = small(tie_embeddings=False)
+    assert any("output_projection" in w.path for w in untied.weights)
+
+
+def test_config_and_keras_serialization_round_trip():
+    model = small(cell="lstm", attention="general")
+    inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
+    config = keras.saving.serialize_keras_object(model)
+    clone = keras.saving.deserialize_keras_object(config)
+    assert isinstance(clone, RNNTranslator)
+    clone(inputs)
+    clone.set_weights(model.get_weights())
+    np.testing.assert_allclose(clone(inputs), model(inputs), atol=1e-6)
+    assert clone.get_config() == model.get_config()
+
+
+def test_mixed_precision_gives_float32_logits_and_attention():
+    model = small(dtype="mixed_bfloat16")
+    logits = model({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    assert logits.dtype == "float32"
+    memory, source_mask = model.encode(SOURCE)
+    cache = model.initial_cache(memory, source_mask)
+    _, _, weights = model.decode_step(TARGET[:, :1], 0, cache, source_mask)
+    assert weights.dtype == "float32"
+    assert model.decoder.cell.compute_dtype == "bfloat16"
+
+
+def test_presets_and_the_registry():
+    assert TRANSLATORS["rnn"] is RNNTranslator
+    for name, model_class in TRANSLATORS.items():
+        module = __import__(model_class.__module__, fromlist=["PRESETS"])
+        assert tuple(module.PRESETS) == PRESET_NAMES[name]
+    model = RNNTranslator.from_preset("tiny", 30, 30)
+    assert model.decoder_units == PRESETS["tiny"]["decoder_units"]
+    assert model.hidden_dim == model.decoder_units
+    with pytest.raises(ValueError, match="preset='huge'"):
+        RNNTranslator.from_preset("huge", 30, 30)
+
+
+def test_argument_errors_name_the_argument():
+    with pytest.raises(ValueError, match="decoder_units=10, encoder_units=6"):
+        RNNTranslator(20, 20, encoder_units=6, decoder_units=10,
+                      attention="dot")
+    with pytest.raises(ValueError, match="source_vocabulary_size=20"):
+        RNNTranslator(20, 30, share_embeddings=True)
+    with pytest.raises(ValueError, match="cell='rnn'"):
+        RNNTranslator(20, 20, cell="rnn")
+    with pytest.raises(ValueError, match="dropout=1.5"):
+        RNNTranslator(20, 20, dropout=1.5)
