@@ -10,9 +10,9 @@ tokens:
 
 - *absolute*: token embeddings plus `SinusoidalPositionEmbedding`, then
   `TransformerDecoder` blocks without cross-attention (GPT-style);
-- *relative*: the same blocks built with `max_relative_position=δ`, so
-  their self-attention is a `RelativeAttention` over clipped distances
-  and there are no absolute positions at all.
+- *relative*: the same blocks built with `self_attention=RelativeAttention(
+  ..., max_relative_position=δ)`, so their self-attention is over clipped
+  distances and there are no absolute positions at all.
 
 The relative model only ever sees distances up to δ, whatever the length;
 the absolute model has never seen the sinusoids of positions past 32. The
@@ -42,6 +42,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention.layers import RelativeAttention
 from keras_attention.layers import SinusoidalPositionEmbedding
 from keras_attention.layers import TransformerDecoder
 
@@ -74,9 +75,10 @@ class PatternModel(keras.Model):
         self.blocks = [
             TransformerDecoder(
                 intermediate_dim=2 * dim, num_heads=heads, dropout=0.0,
-                max_relative_position=(
-                    max_relative_position if relative else None
-                ),
+                self_attention=RelativeAttention(
+                    num_heads=heads, key_dim=dim // heads,
+                    max_relative_position=max_relative_position,
+                ) if relative else None,
             )
             for _ in range(num_layers)
         ]

@@ -76,7 +76,8 @@ def greedy_decode(model, encoder_tokens, *, bos_id, eos_id,
     Returns:
         `(tokens (B, T) int32, attention (B, T, S) float32)`: the output ids
         without BOS, `model.pad_id` after EOS; the cross-attention weights
-        of each step (a Transformer's last block, heads averaged).
+        of each step (a Transformer's last block, heads averaged), zeros
+        at the PAD positions.
     """
     _check(model, length_ratio, length_offset, max_length, bos_id, eos_id)
     pad_id = model.pad_id
@@ -96,7 +97,10 @@ def greedy_decode(model, encoder_tokens, *, bos_id, eos_id,
         done = done | (index >= limits)  # each row stops at its own limit
         chosen = tf.where(done, pad_id, chosen)
         tokens = tokens.write(index, chosen)
-        attention = attention.write(index, tf.cast(weights, tf.float32))
+        # Rows past their end (PAD outputs) get zero attention.
+        weights = tf.cast(weights, tf.float32) * tf.cast(
+            tf.logical_not(done), tf.float32)[:, None]
+        attention = attention.write(index, weights)
         return (index + 1, chosen, done | tf.equal(chosen, eos_id), cache,
                 tokens, attention)
 

@@ -81,6 +81,19 @@ def test_building_the_parser_imports_no_tensorflow(tmp_path):
     assert json.loads(result.stdout) == []
 
 
+def test_the_console_script_and_python_m_run_cli_main(tmp_path):
+    from importlib.metadata import entry_points
+
+    (script,) = entry_points(group="console_scripts", name="keras-attention")
+    assert script.value == "keras_attention.cli:main"
+    assert script.load() is cli.main
+    package, module = run("--help", cwd=tmp_path), run(
+        "--help", cwd=tmp_path, code="import runpy\n"
+        "runpy.run_module('keras_attention.cli', run_name='__main__')")
+    assert package.returncode == module.returncode == 0, module.stderr
+    assert package.stdout == module.stdout
+
+
 # -- train options from the dataclass metadata --------------------------------
 
 def _option(default, help, **metadata):
@@ -281,6 +294,20 @@ def test_a_port_taken_while_the_models_load(tmp_path, capsys, monkeypatch):
     # (the log lines of the server's start go to the logging handlers)
     assert_one_line_error(capsys.readouterr().err,
                           f"127.0.0.1:{port} is already in use")
+
+
+@pytest.mark.parametrize("error, status, line", [
+    (cli.UserError("--model-dir runs/x\ndoes not exist"), 2,
+     "keras-attention: error: --model-dir runs/x does not exist"),
+    (KeyboardInterrupt(), 130, "keras-attention: interrupted"),
+])
+def test_exit_statuses(error, status, line, capsys, monkeypatch):
+    def command(args):
+        raise error
+
+    monkeypatch.setitem(cli.commands.COMMANDS, "export", command)
+    assert cli.main(["export"]) == status
+    assert capsys.readouterr() == ("", line + "\n")
 
 
 # -- train: only the user's mistakes are one line -----------------------------

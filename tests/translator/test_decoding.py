@@ -4,6 +4,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_attention.decoding import beam_search_decode
+from keras_attention.decoding import forced_attention
 from keras_attention.decoding import greedy_decode
 from keras_attention.text import BOS_ID
 from keras_attention.text import EOS_ID
@@ -51,6 +52,20 @@ def test_cached_greedy_equals_uncached_greedy(trained):
     rows = attention.numpy().sum(-1)  # (B, T): each step attends once
     real = tokens != 0
     np.testing.assert_allclose(rows[real], 1.0, atol=1e-4)
+
+
+def test_forced_attention_equals_what_greedy_decoding_computed(trained):
+    """`translate_with_attention` returns greedy decoding's own attention;
+    beam search's comes from running the steps over its output. Both
+    agree on greedy's output."""
+    translator, _ = trained
+    ids = _ids(translator)
+    source = _source(translator)
+    tokens, attention = greedy_decode(translator.model, source, **ids,
+                                      max_length=40)
+    forced = forced_attention(translator.model, source, tokens,
+                              bos_id=ids["bos_id"])
+    np.testing.assert_allclose(forced, attention, atol=1e-5)
 
 
 def test_greedy_in_a_graph_equals_eager(trained):

@@ -38,6 +38,7 @@ print(json.dumps({
     "outputs": sorted(out), "details": sorted(more),
     "translation": [t.decode("utf-8") for t in out["translation"].numpy()],
     "tokens": more["tokens"].numpy().tolist(),
+    "attention": more["attention"].numpy().tolist(),
     "truncated": more["truncated"].numpy().tolist(),
     "xla_ops": sorted(o for o in ops if o.startswith("Xla")),
     "input": str(default.structured_input_signature),
@@ -74,6 +75,16 @@ def test_exported_model_translates_like_the_in_memory_one(trained, tmp_path,
     assert loaded["truncated"] == [False, False, False, True, False]
     details = translator.module.translate_with_attention(tf.constant(TEXTS))
     np.testing.assert_array_equal(details["tokens"].numpy(), loaded["tokens"])
+    np.testing.assert_allclose(details["attention"].numpy(),
+                               loaded["attention"], atol=1e-6)
+    # Each output token's attention is a distribution over the source;
+    # PAD positions, and every position of the empty input (a source of
+    # padding only), have none.
+    sums = details["attention"].numpy().sum(-1)
+    real = details["tokens"].numpy() != translator.model.pad_id
+    real[TEXTS.index("")] = False
+    np.testing.assert_allclose(sums[real], 1.0, atol=1e-4)
+    assert np.all(sums[~real] == 0)
 
 
 def test_batch_of_mixed_lengths_equals_one_by_one(trained):

@@ -1,0 +1,115 @@
+"""`translate_with_attention`: the attention greedy decoding computed,
+against a second encode-and-decode pass for it (the signature before).
+
+In one process, interleaved after warm-up, for the same batch of sentences:
+
+- *reuse* (the package's signature): greedy decoding returns the
+  cross-attention of each step, and the signature returns it;
+- *second pass* (how the signature worked before): greedy decoding, then
+  the source encoded again and the chosen output decoded again, teacher
+  forced, for its cross-attention.
+
+Both give the same tokens, and the same attention to 1e-5 (checked). The
+script prints the medians, their spread and the ratio.
+
+Run: `python benchmarks/attention_signature.py [--model-dir RUN]` (a
+translator saved by `keras-attention train`; without one, a `tiny`
+Transformer is trained on the synthetic corpus for a minute first).
+"""
+
+import argparse
+import os
+import statistics
+import tempfile
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from keras_attention import decoding  # noqa: E402
+from keras_attention.text import load_corpus  # noqa: E402
+from keras_attention.translator import TrainingConfig  # noqa: E402
+from keras_attention.translator import Translator  # noqa: E402
+from keras_attention.translator import train  # noqa: E402
+
+
+def second_pass(module):
+    """The signature's attention computed the old way: decode, then encode
+    and decode the chosen output again, teacher forced."""
+    model, tokenizer = module.model, module.target_tokenizer
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def translate_with_attention(text):
+        encoder_tokens, _ = module.encode_text(text)
+        tokens, _ = decoding.greedy_decode(
+            model, encoder_tokens, bos_id=tokenizer.bos_id,
+            eos_id=tokenizer.eos_id, length_ratio=module.length_ratio,
+            length_offset=module.length_offset,
+            max_length=module.max_output_length,
+        )
+        batch = tf.shape(tokens)[0]
+        previous = tf.concat(
+            [tf.fill([batch, 1], tokenizer.bos_id), tokens[:, :-1]], axis=1)
+        memory, source_mask = model.encode(encoder_tokens)
+        _, scores = model.decode(previous, memory, source_mask,
+                                 return_attention_scores=True)
+        scores = tf.cast(scores, tf.float32)
+        if scores.shape.rank == 4:  # a Transformer's heads: (B, N, T, S)
+            scores = tf.reduce_mean(scores, axis=1)
+        real = tf.cast(tf.not_equal(tokens, model.pad_id), tf.float32)
+        return {"tokens": tokens, "attention": scores * real[:, :, None]}
+
+    return translate_with_attention
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-dir", default=None,
+                        help="a saved translator (default: train a tiny one)")
+    parser.add_argument("--sentences", type=int, default=64,
+                        help="sentences per call (default: 64)")
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args()
+
+    if args.model_dir:
+        translator = Translator.load(args.model_dir)
+    else:
+        translator = train(TrainingConfig(
+            output_dir=tempfile.mkdtemp(), train_size=4000, epochs=3,
+            bleu_sentences=0, verbose=0, warmup_steps=200,
+            learning_rate_scale=2.0,
+        ))
+    texts = [pair[0] for pair in load_corpus("synthetic")["test"]]
+    text = tf.constant(texts[: args.sentences])
+    contenders = {
+        "reuse": translator.module.translate_with_attention,
+        "second pass": second_pass(translator.module),
+    }
+    outputs = {name: call(text) for name, call in contenders.items()}  # warm
+    new, old = outputs["reuse"], outputs["second pass"]
+    np.testing.assert_array_equal(new["tokens"], old["tokens"])
+    gap = float(np.abs(new["attention"].numpy()
+                       - old["attention"].numpy()).max())
+    assert gap < 1e-5, gap
+    timings = {name: [] for name in contenders}
+    for _ in range(args.repeats):  # interleaved: A B A B ...
+        for name, call in contenders.items():
+            started = time.perf_counter()
+            call(text)
+            timings[name].append(time.perf_counter() - started)
+    print(f"{type(translator.model).__name__}, {args.sentences} sentences, "
+          f"{new['tokens'].shape[1]} output positions, {args.repeats} "
+          f"interleaved runs (attention equal to {gap:.1e}):")
+    for name, values in timings.items():
+        print(f"  {name:<12} median {statistics.median(values) * 1000:7.1f} "
+              f"ms  (min {min(values) * 1000:.1f}, max "
+              f"{max(values) * 1000:.1f})")
+    ratio = (statistics.median(timings["second pass"])
+             / statistics.median(timings["reuse"]))
+    print(f"  reuse is {ratio:.2f}x the speed of the second pass")
+
+
+if __name__ == "__main__":
+    main()
