@@ -79,6 +79,7 @@ class AdditiveAttention(ScoreAttention):
                 initializer=self.bias_initializer,
             )
         self.score_kernel = kernel("score_kernel", (self.units,))
+        self._prepared_dim = self.units  # prepare_key returns U k + b
 
     def prepare_key(self, key):
         # U k (+ b), once per memory: (B, S, Dk) -> (B, S, A), float32.

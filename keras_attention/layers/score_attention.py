@@ -93,21 +93,21 @@ class ScoreAttention(keras.layers.Layer):
                 )
 
     def _check_prepared(self, query_shape, value_shape, prepared_shape):
-        if not self.built:
-            raise ValueError(
-                "`prepared_key` comes from `prepare_key` of a built layer; "
-                "call the layer once with `key` first."
-            )
-        self._check_inputs(query_shape, value_shape,
-                           tuple(value_shape[:-1]) + (self._key_dim,))
+        """The inputs of a call with `prepared_key` (the layer is built)."""
         _validation.rank("prepared_key", prepared_shape, (3,),
                          "(batch, key_len, prepared_dim)")
-        _validation.same_length(prepared_shape, value_shape)
+        self._check_inputs(query_shape, value_shape,
+                           tuple(prepared_shape[:-1]) + (self._key_dim,))
+        _validation.same_dim(
+            "prepared_key", prepared_shape, -1, self._prepared_dim,
+            "the size `prepare_key` returns",
+        )
 
     def build(self, query_shape, value_shape, key_shape=None):
         key_shape = value_shape if key_shape is None else key_shape
         self._check_inputs(query_shape, value_shape, key_shape)
         self._query_dim, self._key_dim = query_shape[-1], key_shape[-1]
+        self._prepared_dim = key_shape[-1]  # what `prepare_key` returns
         self.build_scorer(query_shape, key_shape)
         self.dropout_layer = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="dropout"
@@ -117,7 +117,8 @@ class ScoreAttention(keras.layers.Layer):
         """Check the shapes and create the score function's weights.
 
         Override when the score has weights or constraints; the shapes are
-        `(B, T, Dq)` (or `(B, Dq)`) and `(B, S, Dk)`.
+        `(B, T, Dq)` (or `(B, Dq)`) and `(B, S, Dk)`. A `prepare_key` that
+        changes the key size sets `self._prepared_dim` here.
         """
 
     def prepare_key(self, key):

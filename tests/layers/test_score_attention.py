@@ -212,3 +212,42 @@ def test_later_calls_check_feature_sizes():
     layer(QUERY, VALUE)
     with pytest.raises(ValueError, match=r"query.shape=\(2, 3, 6\)"):
         layer(np.ones((2, 3, 6), "float32"), VALUE)
+
+
+@pytest.mark.parametrize("layer_cls, kwargs", LAYERS, ids=IDS)
+def test_prepared_keys_give_the_same_attention(layer_cls, kwargs):
+    """`prepare_key` once, then `prepared_key=` per call (an RNN decoder's
+    steps): the same context and weights as passing `key` each time."""
+    layer = layer_cls(**kwargs)
+    context, weights = layer(QUERY, VALUE, key=KEY,
+                             key_padding_mask=KEY_PADDING,
+                             return_attention_scores=True)
+    prepared = layer.prepare_key(KEY)
+    again, again_weights = layer(QUERY, VALUE, prepared_key=prepared,
+                                 key_padding_mask=KEY_PADDING,
+                                 return_attention_scores=True)
+    np.testing.assert_allclose(again, context, atol=1e-6)
+    np.testing.assert_allclose(again_weights, weights, atol=1e-6)
+    vector, vector_weights = layer(QUERY[:, 0], VALUE, prepared_key=prepared,
+                                   return_attention_scores=True)
+    assert vector.shape == (BATCH, DIM) and vector_weights.shape == (
+        BATCH, KEY_LEN)
+
+
+def test_prepared_keys_of_the_wrong_shape_are_refused():
+    layer = AdditiveAttention(units=3)
+    layer(QUERY, VALUE)
+    with pytest.raises(ValueError, match="prepared_key"):
+        layer(QUERY, VALUE, prepared_key=KEY)  # not prepared: size 4, not 3
+    with pytest.raises(ValueError, match="prepared_key"):
+        layer(QUERY, VALUE, prepared_key=KEY[:, :, 0])
+    with pytest.raises(ValueError, match="same length"):
+        layer(QUERY, VALUE, prepared_key=layer.prepare_key(KEY[:, :2]))
+
+
+def test_the_package_exports_every_layer_lazily():
+    import keras_attention
+    from keras_attention import layers
+
+    assert sorted(keras_attention._LAYER_NAMES) == sorted(layers.__all__)
+    assert keras_attention.AdditiveAttention is AdditiveAttention
