@@ -8,7 +8,10 @@ German translations. This script trains `keras_attention`'s
 `TransformerTranslator` on it with the paper's recipe (Adam with
 β2 = 0.98 and the warm-up schedule, label smoothing 0.1, shared subword
 vocabulary and tied embeddings), reports sacreBLEU on `test_2016_flickr`,
-and exports a SavedModel that takes raw strings.
+and exports a SavedModel that takes raw strings. With `--model rnn` the
+same script trains the RNN encoder-decoder with additive attention of
+Bahdanau et al. (2015), `RNNTranslator`, through the same loop, decoding
+and export.
 
 Run: `python examples/translate_multi30k.py --data-dir ../shared/data/multi30k`
 (or set `MULTI30K_DIR`). The defaults train for about an hour on two CPU
@@ -33,6 +36,8 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", default=None,
                         help="Multi30k folder (default: $MULTI30K_DIR)")
+    parser.add_argument("--model", default="transformer",
+                        choices=["transformer", "rnn"])
     parser.add_argument("--output-dir", default="runs/multi30k")
     parser.add_argument("--epochs", type=int, default=12)
     parser.add_argument("--train-size", type=int, default=None)
@@ -54,7 +59,7 @@ def main(argv=None):
     """
     config = TrainingConfig(
         corpus="multi30k", data_dir=args.data_dir, output_dir=args.output_dir,
-        preset="small", vocabulary_size=8000, epochs=args.epochs,
+        model=args.model, preset="small", vocabulary_size=8000, epochs=args.epochs,
         tokens_per_batch=4096, max_length=64, warmup_steps=4000,
         learning_rate_scale=2.0, label_smoothing=0.1,
         train_size=args.train_size, bleu_sentences=args.bleu_sentences,

@@ -159,7 +159,9 @@ def load_multi30k(split, directory=None, download=False, source_language="en",
         absent = [language for language in languages
                   if (name, language) in MULTI30K_ABSENT]
         hint = (f"Multi30k task 1 has no {name} file for {absent}"
-                if absent else "pass download=True on a machine with internet")
+                if absent else "they are in the Multi30k repository's "
+                "data/task1/raw folder; load_multi30k(..., download=True) "
+                "fetches them on a machine with internet")
         raise FileNotFoundError(
             f"Multi30k {split!r} files not found: {', '.join(missing)} "
             f"({hint})"
