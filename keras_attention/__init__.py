@@ -2,10 +2,14 @@
 
 Every layer is importable from `keras_attention.layers` and from here. The
 subpackages load on first use (PEP 562), so the command line and
-`keras_attention.training.config` start without importing TensorFlow.
+`keras_attention.training.config` start without importing TensorFlow. When
+Keras is already imported, the layers are imported (and so registered for
+`keras.saving.load_model`) at once, as before; otherwise touch any layer,
+or `import keras_attention.layers`, before loading a `.keras` file.
 """
 
 import importlib
+import sys
 
 from keras_attention.version import __version__
 
@@ -40,3 +44,7 @@ def __getattr__(name):
 
 def __dir__():
     return __all__
+
+
+if "keras" in sys.modules:  # nothing to save: register the layers now
+    importlib.import_module("keras_attention.layers")

@@ -198,20 +198,22 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
         memory, source_mask = model.encode(source)
         # Every cache leaf has a leading batch axis (beam search tiles and
         # reorders them per beam) and is float32, as the beam search (which
-        # scores beams in float32) requires; under a mixed policy the
-        # keys/values go back to the compute dtype for each step.
+        # scores beams in float32) requires; each step gets every leaf back
+        # in its own dtype (a mixed policy's bfloat16 keys/values, an RNN's
+        # float32 prepared keys), so beam search computes what greedy does.
+        initial = model.initial_cache(memory, source_mask, limit)
+        dtypes = tf.nest.map_structure(lambda t: t.dtype, initial)
         cache = {
-            "decoder": _cast_floats(
-                model.initial_cache(memory, source_mask, limit), tf.float32),
+            "decoder": _cast_floats(initial, tf.float32),
             "source_mask": tf.cast(source_mask, tf.float32),
         }
 
         def symbols_to_logits(ids, index, cache):
             source_mask = cache["source_mask"] > 0.5
+            decoder_cache = tf.nest.map_structure(
+                tf.cast, cache["decoder"], dtypes)
             logits, decoder_cache, _ = model.decode_step(
-                ids[:, -1:], index,
-                _cast_floats(cache["decoder"], model.compute_dtype),
-                source_mask,
+                ids[:, -1:], index, decoder_cache, source_mask,
             )
             return logits, {"decoder": _cast_floats(decoder_cache, tf.float32),
                             "source_mask": cache["source_mask"]}

@@ -137,7 +137,7 @@ class TransformerBlock(keras.layers.Layer):
             )
         return hidden_dim // self.num_heads
 
-    def _attention(self, layer_class, name, hidden_dim):
+    def _attention(self, layer_class, name, hidden_dim, **options):
         return layer_class(
             num_heads=self.num_heads,
             key_dim=self._head_size(hidden_dim),
@@ -147,11 +147,32 @@ class TransformerBlock(keras.layers.Layer):
             bias_initializer=self._initializer(self.bias_initializer),
             dtype=self.dtype_policy,
             name=name,
+            **options,
         )
+
+    @classmethod
+    def from_config(cls, config):
+        """Also reads a config saved before `self_attention` existed, whose
+        `max_relative_position`/`relative_values` asked for a
+        `RelativeAttention` (made in `build`, with the same weights)."""
+        config = dict(config)
+        legacy = {name: config.pop(name) for name in
+                  ("max_relative_position", "relative_values")
+                  if name in config}
+        block = cls(**config)
+        if legacy.get("max_relative_position") is not None:
+            block._legacy_relative = legacy
+            block._default_self_attention = False
+        return block
 
     def _build_self_attention(self, shape):
         """The default `MultiHeadSelfAttention`, or build the plugged one."""
         hidden_dim = shape[-1]
+        legacy = getattr(self, "_legacy_relative", None)
+        if self.self_attention is None and legacy:
+            self.self_attention = self._attention(
+                RelativeAttention, "self_attention", hidden_dim, **legacy
+            )
         if self.self_attention is None:
             self.self_attention = self._attention(
                 MultiHeadSelfAttention, "self_attention", hidden_dim
@@ -271,8 +292,12 @@ class TransformerBlock(keras.layers.Layer):
                 ),
                 "self_attention": (
                     None if self._default_self_attention
+                    or self.self_attention is None
                     else serialize_layer(self.self_attention)
                 ),
             }
         )
+        if self.self_attention is None and getattr(
+                self, "_legacy_relative", None):  # an old config, unbuilt
+            config.update(self._legacy_relative)
         return config

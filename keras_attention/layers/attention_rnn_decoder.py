@@ -62,6 +62,7 @@ class AttentionRNNDecoder(keras.layers.Layer):
             `(batch, units)` tensor `s_0` (see `states_from`).
         memory_mask: `(batch, source_len)` boolean; False positions get no
             weight.
+        prepared_memory: `prepare_memory(memory)`, when the caller has it.
         return_attention_scores: bool; also return the weights.
         training: bool.
 
@@ -187,12 +188,15 @@ class AttentionRNNDecoder(keras.layers.Layer):
         return output, context, weights, list(new_states)
 
     def call(self, inputs, memory, initial_state, memory_mask=None,
-             return_attention_scores=False, training=None):
+             prepared_memory=None, return_attention_scores=False,
+             training=None):
         _validation.rank("inputs", inputs.shape, (3,),
                          "(batch, target_len, input_dim)")
         if not isinstance(initial_state, (list, tuple)):
             initial_state = self.states_from(initial_state)
-        prepared = self.prepare_memory(memory)  # (B, S, K)
+        prepared = prepared_memory
+        if prepared is None:
+            prepared = self.prepare_memory(memory)  # (B, S, K)
         batch, source_len = ops.shape(memory)[0], ops.shape(memory)[1]
 
         # `ops.scan` wants each step's output to have the carry's structure,

@@ -228,10 +228,11 @@ class RNNTranslator(keras.Model):
         (`max_length` is not needed: the state does not grow.)"""
         if not self.decoder.built:
             self.decoder.build((None, None, self.embedding_dim), memory.shape)
-        weights = ops.cast(ops.expand_dims(source_mask, -1), memory.dtype)
+        # The mean of the real annotations, summed in float32.
+        weights = ops.cast(ops.expand_dims(source_mask, -1), "float32")
         count = ops.maximum(ops.sum(weights, axis=1), 1)  # (B, 1)
-        mean = ops.sum(memory * weights, axis=1) / count  # (B, 2H)
-        states = self.decoder.states_from(self.bridge(mean))
+        mean = ops.sum(ops.cast(memory, "float32") * weights, axis=1) / count
+        states = self.decoder.states_from(self.bridge(mean))  # mean (B, 2H)
         return {
             "states": states,
             "memory": memory,
@@ -263,7 +264,8 @@ class RNNTranslator(keras.Model):
         )  # (B, T, E)
         states, contexts, weights = self.decoder(
             embedded, memory, cache["states"], memory_mask=source_mask,
-            return_attention_scores=True, training=training,
+            prepared_memory=cache["keys"], return_attention_scores=True,
+            training=training,
         )  # (B, T, U), (B, T, M), (B, T, S)
         logits = self._logits(embedded, states, contexts, training)
         return (logits, weights) if return_attention_scores else logits

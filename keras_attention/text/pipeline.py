@@ -24,9 +24,12 @@ class PipelineReport:
     max_length: int
     target_tokens: int = 0  # label tokens (with EOS) in one epoch
     batches: int = 0  # batches in one epoch
+    empty: int = 0  # pairs with an empty side (blank lines), skipped
 
     def __str__(self):
-        return (f"{self.pairs} pairs: {self.kept} kept, {self.dropped} "
+        empty = (f"{self.empty} skipped as empty on a side, "
+                 if self.empty else "")
+        return (f"{self.pairs} pairs: {self.kept} kept, {empty}{self.dropped} "
                 f"dropped and {self.truncated} truncated as longer than "
                 f"{self.max_length} tokens; {self.batches} batches, "
                 f"{self.target_tokens} target tokens per epoch")
@@ -96,8 +99,11 @@ def make_dataset(
     sources, targets = tokenize_pairs(pairs, source_tokenizer,
                                       target_tokenizer)
     limit = max_length - 1  # room for BOS / EOS
-    kept_sources, kept_targets, dropped, truncated = [], [], 0, 0
+    kept_sources, kept_targets, dropped, truncated, empty = [], [], 0, 0, 0
     for source, target in zip(sources, targets):
+        if len(source) == 0 or len(target) == 0:  # nothing to learn from
+            empty += 1
+            continue
         if len(source) > max_length or len(target) > limit:
             if overlong == "drop":
                 dropped += 1
@@ -107,7 +113,7 @@ def make_dataset(
         kept_sources.append(source)
         kept_targets.append(target)
     report = PipelineReport(len(pairs), len(kept_sources), dropped, truncated,
-                            max_length)
+                            max_length, empty=empty)
     if not kept_sources:
         raise ValueError(f"No pair left to train on: {report}")
 

@@ -23,6 +23,9 @@ CORPORA = ("synthetic", "multi30k", "files")
 PRESET_NAMES = {"transformer": ("tiny", "small", "base"),
                 "rnn": ("tiny", "small", "base")}
 RNN_CELLS = ("gru", "lstm")
+# The RNN presets whose decoder is as wide as the annotations (2 x encoder
+# units), as dot scores need (a test checks this against the presets).
+RNN_DOT_PRESETS = ("tiny", "small")
 RNN_ATTENTIONS = ("additive", "dot", "general", "scaled_dot")
 
 
@@ -88,10 +91,13 @@ class TrainingConfig:
     relative_values: bool = option(
         False, "transformer, with --max-relative-position: also add "
         "relative embeddings to the values")
-    cell: str = option("gru", "rnn: the recurrent cell", choices=RNN_CELLS)
-    attention: str = option(
-        "additive", "rnn: the score function: additive (Bahdanau), dot, "
-        "general or scaled_dot (Luong)", choices=RNN_ATTENTIONS)
+    cell: str | None = option(
+        None, "rnn: the recurrent cell (default: gru)", choices=RNN_CELLS)
+    attention: str | None = option(
+        None, "rnn: the score function: additive (Bahdanau; the default), "
+        "dot, general or scaled_dot (Luong; dot and scaled_dot need the "
+        "decoder as wide as the annotations: presets tiny and small)",
+        choices=RNN_ATTENTIONS)
     vocabulary_size: int = option(
         1000, "joint source/target SentencePiece vocabulary size (an upper "
         "bound)")
@@ -135,8 +141,23 @@ class TrainingConfig:
         _validation.choice("corpus", self.corpus, CORPORA)
         _validation.choice("preset", self.preset, PRESET_NAMES[self.model])
         _validation.choice("precision", self.precision, PRECISIONS)
-        _validation.choice("cell", self.cell, RNN_CELLS)
-        _validation.choice("attention", self.attention, RNN_ATTENTIONS)
+        if self.cell is not None:
+            _validation.choice("cell", self.cell, RNN_CELLS)
+        if self.attention is not None:
+            _validation.choice("attention", self.attention, RNN_ATTENTIONS)
+        if self.model != "rnn" and (self.cell or self.attention):
+            raise ValueError(
+                "`cell` and `attention` are rnn options, received: "
+                f"model={self.model!r}, cell={self.cell!r}, "
+                f"attention={self.attention!r}"
+            )
+        if (self.attention in ("dot", "scaled_dot")
+                and self.preset not in RNN_DOT_PRESETS):
+            raise ValueError(
+                f"The {self.attention!r} score needs the decoder as wide as "
+                f"the annotations, which presets {list(RNN_DOT_PRESETS)} "
+                f"have, received: preset={self.preset!r}"
+            )
         _validation.choice("overlong", self.overlong, ("drop", "truncate"))
         for name in ("train_files", "val_files"):
             value = getattr(self, name)
@@ -205,4 +226,6 @@ class TrainingConfig:
         if self.model == "transformer":
             return {"max_relative_position": self.max_relative_position,
                     "relative_values": self.relative_values}
-        return {"cell": self.cell, "attention": self.attention}
+        options = {"cell": self.cell, "attention": self.attention}
+        return {name: value for name, value in options.items()
+                if value is not None}

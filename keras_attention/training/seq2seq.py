@@ -115,8 +115,9 @@ def compiled_model(config, tokenizer):
             schedule, beta_1=0.9, beta_2=0.98, epsilon=1e-9,
             clipnorm=config.clipnorm,
         ),
-        loss=MaskedCrossentropy(config.label_smoothing),
-        metrics=[MaskedAccuracy()],
+        loss=MaskedCrossentropy(config.label_smoothing,
+                                pad_id=tokenizer.pad_id),
+        metrics=[MaskedAccuracy(pad_id=tokenizer.pad_id)],
     )
     return model
 

@@ -251,3 +251,15 @@ def test_the_package_exports_every_layer_lazily():
 
     assert sorted(keras_attention._LAYER_NAMES) == sorted(layers.__all__)
     assert keras_attention.AdditiveAttention is AdditiveAttention
+
+
+def test_importing_the_package_after_keras_registers_the_layers():
+    import subprocess
+    import sys
+
+    code = ("import keras, keras_attention; "
+            "print(keras.saving.get_registered_object("
+            "'keras_attention>AdditiveAttention').__name__)")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                            text=True, timeout=120)
+    assert result.stdout.strip() == "AdditiveAttention", result.stderr[-2000:]

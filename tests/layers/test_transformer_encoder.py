@@ -329,3 +329,33 @@ def test_self_attention_must_return_the_model_size():
     )
     with pytest.raises(ValueError, match="model size.*8.*output_dim=6"):
         encoder(INPUTS)
+
+
+def test_a_config_saved_with_the_old_relative_flags_still_loads():
+    """Before `self_attention=`, blocks took `max_relative_position` and
+    `relative_values`; such configs load as a RelativeAttention block with
+    the same weights."""
+    from keras_attention.layers import RelativeAttention
+    from keras_attention.layers import TransformerEncoder
+
+    rng = np.random.default_rng(3)
+    inputs = rng.normal(size=(2, 5, 8)).astype("float32")
+    new = TransformerEncoder(
+        intermediate_dim=16, num_heads=2,
+        self_attention=RelativeAttention(num_heads=2, key_dim=4,
+                                         max_relative_position=3,
+                                         relative_values=True,
+                                         name="self_attention"))
+    expected = new(inputs)
+    config = {key: value for key, value in new.get_config().items()
+              if key != "self_attention"}
+    config.update(max_relative_position=3, relative_values=True)
+    old = TransformerEncoder.from_config(config)
+    assert old.get_config()["max_relative_position"] == 3  # unbuilt
+    old(inputs)
+    assert isinstance(old.self_attention, RelativeAttention)
+    assert [w.path for w in old.weights] == [w.path for w in new.weights]
+    old.set_weights(new.get_weights())
+    np.testing.assert_allclose(old(inputs), expected, atol=1e-6)
+    assert old.get_config()["self_attention"]["class_name"] == (
+        "RelativeAttention")

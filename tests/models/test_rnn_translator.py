@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from keras_attention.layers import GeneralAttention
 from keras_attention.models import TRANSLATORS
 from keras_attention.models import RNNTranslator
 from keras_attention.models.rnn_translator import PRESETS
@@ -49,8 +50,15 @@ def test_cached_steps_equal_the_teacher_forced_pass(options):
     assert np.abs(weights[1, :, 3:]).max() == 0.0  # padding never attended
 
 
-def test_padding_does_not_change_a_sentence():
-    model = small()
+@pytest.mark.parametrize(
+    "options", [{}, {"cell": "lstm"}, {"num_layers": 2}],
+    ids=["gru", "lstm", "two-layers"],
+)
+def test_padding_does_not_change_a_sentence(options):
+    """The masked bidirectional encoder (its backward pass starts at the
+    last real token) and the masked mean give a padded sentence the
+    numbers it has alone."""
+    model = small(**options)
     padded = model({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
     alone = model({"encoder_tokens": SOURCE[1:, :3],
                    "decoder_tokens": TARGET[1:, :3]})
@@ -83,8 +91,11 @@ def test_tied_and_shared_embeddings():
     assert any("output_projection" in w.path for w in untied.weights)
 
 
-def test_config_and_keras_serialization_round_trip():
-    model = small(cell="lstm", attention="general")
+@pytest.mark.parametrize(
+    "attention", ["general", GeneralAttention(name="bilinear")],
+    ids=["by-name", "a-layer"])
+def test_config_and_keras_serialization_round_trip(attention):
+    model = small(cell="lstm", attention=attention)
     inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
     config = keras.saving.serialize_keras_object(model)
     clone = keras.saving.deserialize_keras_object(config)
@@ -128,3 +139,20 @@ def test_argument_errors_name_the_argument():
         RNNTranslator(20, 20, cell="rnn")
     with pytest.raises(ValueError, match="dropout=1.5"):
         RNNTranslator(20, 20, dropout=1.5)
+
+
+def test_the_config_knows_which_presets_take_dot_scores():
+    from keras_attention.training.config import RNN_DOT_PRESETS
+    from keras_attention.training.config import TrainingConfig
+
+    for name, sizes in PRESETS.items():
+        wide = sizes["decoder_units"] == 2 * sizes["encoder_units"]
+        assert (name in RNN_DOT_PRESETS) == wide, name
+    TrainingConfig(model="rnn", preset="small", attention="dot")
+    with pytest.raises(ValueError, match="preset='base'"):
+        TrainingConfig(model="rnn", preset="base", attention="scaled_dot")
+    with pytest.raises(ValueError, match="model='transformer', cell='lstm'"):
+        TrainingConfig(cell="lstm")
+    assert TrainingConfig(model="rnn").model_options() == {}
+    assert TrainingConfig(model="rnn", cell="lstm").model_options() == {
+        "cell": "lstm"}

@@ -401,3 +401,19 @@ def test_bad_bucket_width_raises_naming_it(tokenizers, bucket_width):
 def test_negative_tokens_per_batch_raises_naming_it(tokenizers):
     with pytest.raises(ValueError, match="`tokens_per_batch`"):
         make(tokenizers, pairs=PAIRS[:5], tokens_per_batch=-5)
+
+
+def test_pairs_with_an_empty_side_are_skipped_and_counted(tokenizers):
+    """Blank lines of a user's files arrive as pairs with an empty side
+    (kept by the readers so line numbers stay aligned); the pipeline does
+    not train on them, and says how many it skipped."""
+    pairs = [PAIRS[0], ("", ""), (PAIRS[1][0], ""), ("", PAIRS[2][1]),
+             PAIRS[3]]
+    dataset, report = make_dataset(pairs, *tokenizers, batch_size=8,
+                                   shuffle=False)
+    assert (report.pairs, report.kept, report.empty) == (5, 2, 3)
+    assert "3 skipped as empty on a side" in str(report)
+    expected = [(token_ids(tokenizers[0], [s])[0],
+                 token_ids(tokenizers[1], [t])[0])
+                for s, t in (PAIRS[0], PAIRS[3])]
+    assert sorted(real_rows(dataset)) == sorted(expected)

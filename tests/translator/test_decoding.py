@@ -1,6 +1,7 @@
 """Greedy and beam decoding with the cache, against uncached decoding."""
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from keras_attention.decoding import beam_search_decode
@@ -92,13 +93,10 @@ def test_beam_width_one_is_greedy(trained):
                               max_length=40)
     beam = beam_search_decode(translator.model, source, **ids,
                               beam_size=1, alpha=0.0, max_length=40)
-    identical = 0
     for g, b in zip(greedy.numpy(), beam.numpy()):
         g, b = _until_eos(g), _until_eos(b)
-        identical += g == b
         if g != b:  # the beam stopped early with EOS on greedy's path
             assert b[-1] == EOS_ID and b[:-1] == g[: len(b) - 1], (g, b)
-    assert identical >= len(SENTENCES) - 2, "beam 1 strays from greedy"
 
 
 def test_beam_search_in_a_graph_equals_eager_and_is_well_formed(trained):
@@ -146,8 +144,6 @@ def test_a_sentence_decodes_the_same_alone_and_in_a_batch(trained):
 
 
 def test_length_arguments_are_checked(trained):
-    import pytest
-
     translator, _ = trained
     ids = _ids(translator)
     source = _source(translator)
@@ -157,17 +153,27 @@ def test_length_arguments_are_checked(trained):
         greedy_decode(translator.model, source, **ids, length_ratio=0)
 
 
-def test_decoding_under_a_mixed_policy_returns_float32_attention():
-    from keras_attention.models import TransformerTranslator
+@pytest.mark.parametrize("model_name", ["transformer", "rnn"])
+def test_decoding_under_a_mixed_policy(model_name):
+    """bfloat16 models decode with float32 attention, and beam search of
+    width 1 stays on greedy's path (its cache keeps each leaf's dtype)."""
+    from keras_attention.models import TRANSLATORS
 
-    model = TransformerTranslator.from_preset("tiny", 40, 40,
-                                              dtype="mixed_bfloat16")
-    source = np.random.default_rng(0).integers(3, 40, (3, 6)).astype("int32")
+    model = TRANSLATORS[model_name].from_preset("tiny", 40, 40,
+                                                dtype="mixed_bfloat16")
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, 40, (3, 6)).astype("int32")
     model({"encoder_tokens": source, "decoder_tokens": source})
     ids = dict(bos_id=BOS_ID, eos_id=EOS_ID)
     tokens, attention = greedy_decode(model, source, **ids, max_length=8)
     assert attention.dtype == tf.float32
     np.testing.assert_allclose(attention.numpy().sum(-1)[tokens.numpy() != 0],
                                1.0, atol=1e-2)
-    beam = beam_search_decode(model, source, **ids, beam_size=2, max_length=8)
+    beam = beam_search_decode(model, source, **ids, beam_size=1, alpha=0.0,
+                              max_length=8)
     assert beam.dtype == tf.int32 and beam.shape[0] == 3
+    for g, b in zip(tokens.numpy(), beam.numpy()):
+        g, b = _until_eos(g), _until_eos(b)
+        assert g == b or (b[-1] == EOS_ID and b[:-1] == g[: len(b) - 1])
+    wide = beam_search_decode(model, source, **ids, beam_size=2, max_length=8)
+    assert wide.shape[0] == 3

@@ -119,3 +119,21 @@ def test_save_load_and_cli(trained, tmp_path, capsys):
     assert "BLEU = " in capsys.readouterr().out
     with pytest.raises(FileNotFoundError, match="translator.json"):
         Translator.load(tmp_path / "nothing")
+
+
+def test_a_run_saved_before_the_rnn_translator_still_loads(trained, tmp_path):
+    """Runs saved before the model class was recorded hold a
+    TransformerTranslator's bare config; they load as one."""
+    import shutil
+
+    translator, directory = trained
+    if type(translator.model).__name__ != "TransformerTranslator":
+        pytest.skip("the old format only knew the Transformer")
+    old = tmp_path / "old"
+    shutil.copytree(directory, old, ignore=shutil.ignore_patterns(
+        "backup", "checkpoints", "logs"))
+    config = json.loads((old / "translator.json").read_text())
+    config["model"] = translator.model.get_config()  # the old, bare form
+    (old / "translator.json").write_text(json.dumps(config))
+    loaded = Translator.load(old)
+    assert loaded.translate(TEXTS) == translator.translate(TEXTS)
