@@ -24,6 +24,17 @@ ATTENTIONS = {
 CELLS = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}
 
 
+def serialize_attention(attention):
+    """The `attention` argument for a config: a name as it is, a layer as
+    its serialized config without build state (it is rebuilt with the
+    decoder)."""
+    if isinstance(attention, str):
+        return attention
+    config = keras.saving.serialize_keras_object(attention)
+    config.pop("build_config", None)
+    return config
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class AttentionRNNDecoder(keras.layers.Layer):
     """A GRU or LSTM decoder with attention over a memory at every step.
@@ -231,15 +242,11 @@ class AttentionRNNDecoder(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        attention = self.attention
-        if not isinstance(attention, str):
-            attention = keras.saving.serialize_keras_object(attention)
-            attention.pop("build_config", None)  # rebuilt with the decoder
         config.update(
             {
                 "units": self.units,
                 "cell": self.cell_type,
-                "attention": attention,
+                "attention": serialize_attention(self.attention),
                 "attention_units": self.attention_units,
             }
         )

@@ -11,6 +11,7 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention.layers import AttentionRNNDecoder
+from keras_attention.layers.attention_rnn_decoder import serialize_attention
 
 PRESETS = {
     # Tests and quick looks.
@@ -298,10 +299,6 @@ class RNNTranslator(keras.Model):
 
     def get_config(self):
         config = super().get_config()
-        attention = self.attention
-        if not isinstance(attention, str):
-            attention = keras.saving.serialize_keras_object(attention)
-            attention.pop("build_config", None)  # rebuilt with the decoder
         config.update(
             {
                 "source_vocabulary_size": self.source_vocabulary_size,
@@ -311,7 +308,7 @@ class RNNTranslator(keras.Model):
                 "decoder_units": self.decoder_units,
                 "num_layers": self.num_layers,
                 "cell": self.cell,
-                "attention": attention,
+                "attention": serialize_attention(self.attention),
                 "attention_units": self.attention_units,
                 "dropout": self.dropout,
                 "pad_id": self.pad_id,
