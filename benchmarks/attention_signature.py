@@ -12,9 +12,10 @@ In one process, interleaved after warm-up, for the same batch of sentences:
 Both give the same tokens, and the same attention to 1e-5 (checked). The
 script prints the medians, their spread and the ratio.
 
-Run: `python benchmarks/attention_signature.py [--model-dir RUN]` (a
-translator saved by `keras-attention train`; without one, a `tiny`
-Transformer is trained on the synthetic corpus for a minute first).
+Run: `python benchmarks/attention_signature.py [--model rnn]
+[--model-dir RUN]` (a translator saved by `keras-attention train`; without
+one, a `tiny` model of `--model` is trained on the synthetic corpus for a
+minute first).
 """
 
 import argparse
@@ -68,6 +69,9 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-dir", default=None,
                         help="a saved translator (default: train a tiny one)")
+    parser.add_argument("--model", default="transformer",
+                        choices=["transformer", "rnn"],
+                        help="the model to train without --model-dir")
     parser.add_argument("--sentences", type=int, default=64,
                         help="sentences per call (default: 64)")
     parser.add_argument("--repeats", type=int, default=7)
@@ -77,7 +81,8 @@ def main():
         translator = Translator.load(args.model_dir)
     else:
         translator = train(TrainingConfig(
-            output_dir=tempfile.mkdtemp(), train_size=4000, epochs=3,
+            output_dir=tempfile.mkdtemp(), model=args.model,
+            train_size=4000, epochs=3,
             bleu_sentences=0, verbose=0, warmup_steps=200,
             learning_rate_scale=2.0,
         ))
