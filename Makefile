@@ -38,11 +38,14 @@ bench-attention: $(STAMP)
 bench-serving: $(STAMP)
 	$(PY) benchmarks/serving_load.py
 
-# Trains on Multi30k for MINUTES (default 60) of wall clock; needs the data.
+# Trains MODEL (transformer or rnn) on Multi30k for MINUTES (default 60) of
+# wall clock; needs the data.
 MINUTES ?= 60
+MODEL ?= transformer
 export MULTI30K_DIR ?= $(abspath ../shared/data/multi30k)
 bench-translator: $(STAMP)
-	$(PY) benchmarks/translator_multi30k.py --minutes $(MINUTES)
+	$(PY) benchmarks/translator_multi30k.py --model $(MODEL) --minutes $(MINUTES) \
+		--output-dir runs/multi30k-$(MODEL)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
