@@ -26,9 +26,12 @@ def _reset_keras_state():
 
 def run(*args, cwd, code=None, stdin=""):
     """`python -m keras_attention ARGS` (or `python -c CODE ARGS`) in a
-    fresh interpreter, without the suite's TF_CPP_MIN_LOG_LEVEL."""
+    fresh interpreter, without the suite's TF_CPP_MIN_LOG_LEVEL and without
+    the MULTI30K_DIR that `make` exports (a test that means the data to be
+    missing must not find it)."""
     environment = dict(os.environ)
     environment.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    environment.pop("MULTI30K_DIR", None)
     command = ([sys.executable, "-c", code] if code
                else [sys.executable, "-m", "keras_attention"])
     return subprocess.run([*command, *args], cwd=cwd, env=environment,
