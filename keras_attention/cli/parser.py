@@ -10,15 +10,16 @@ import argparse
 import dataclasses
 
 from keras_attention.cli.errors import PROG
+from keras_attention.text.corpora import ENVIRONMENT_VARIABLE as MULTI30K_VARIABLE
+from keras_attention.text.corpora import MULTI30K_ALIASES
+from keras_attention.text.corpora import MULTI30K_SPLITS
 
-# The splits `evaluate --split` takes (read by keras_attention.text; named
-# here so that --help imports no TensorFlow).
+# The splits `evaluate --split` takes, from the corpus readers (which import
+# no TensorFlow): Multi30k's files, with "test" for test_2016_flickr.
 SPLITS = {
     "synthetic": ("train", "val", "test"),
-    "multi30k": ("train", "val", "test", "test_2016_flickr",
-                 "test_2017_flickr", "test_2017_mscoco", "test_2018_flickr"),
+    "multi30k": (*MULTI30K_SPLITS[:2], *MULTI30K_ALIASES, *MULTI30K_SPLITS[2:]),
 }
-MULTI30K_VARIABLE = "MULTI30K_DIR"
 
 
 def _positive_int(text):

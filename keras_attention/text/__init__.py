@@ -1,35 +1,41 @@
-"""Text: corpora, subword tokenizers applied in the graph, tf.data pipelines."""
+"""Text: corpora, subword tokenizers applied in the graph, tf.data pipelines.
 
-from keras_attention.text.corpora import MULTI30K_ALIASES
-from keras_attention.text.corpora import MULTI30K_LANGUAGES
-from keras_attention.text.corpora import MULTI30K_SPLITS
-from keras_attention.text.corpora import load_corpus
-from keras_attention.text.corpora import load_multi30k
-from keras_attention.text.parallel_files import CorpusError
-from keras_attention.text.parallel_files import load_parallel
-from keras_attention.text.pipeline import PipelineReport
-from keras_attention.text.pipeline import make_dataset
-from keras_attention.text.tokenizer import BOS_ID
-from keras_attention.text.tokenizer import EOS_ID
-from keras_attention.text.tokenizer import PAD_ID
-from keras_attention.text.tokenizer import UNK_ID
-from keras_attention.text.tokenizer import SubwordTokenizer
-from keras_attention.text.tokenizer import train_sentencepiece
+The names load on first use (PEP 562): the corpus readers
+(`keras_attention.text.corpora`, `parallel_files`) import no TensorFlow, so
+the command line checks split names and data folders before it loads.
+"""
 
-__all__ = [
-    "BOS_ID",
-    "EOS_ID",
-    "MULTI30K_ALIASES",
-    "MULTI30K_LANGUAGES",
-    "MULTI30K_SPLITS",
-    "PAD_ID",
-    "UNK_ID",
-    "CorpusError",
-    "PipelineReport",
-    "SubwordTokenizer",
-    "load_corpus",
-    "load_multi30k",
-    "load_parallel",
-    "make_dataset",
-    "train_sentencepiece",
-]
+import importlib
+
+_EXPORTS = {
+    "BOS_ID": "tokenizer",
+    "EOS_ID": "tokenizer",
+    "MULTI30K_ALIASES": "corpora",
+    "MULTI30K_LANGUAGES": "corpora",
+    "MULTI30K_SPLITS": "corpora",
+    "PAD_ID": "tokenizer",
+    "UNK_ID": "tokenizer",
+    "CorpusError": "parallel_files",
+    "PipelineReport": "pipeline",
+    "SubwordTokenizer": "tokenizer",
+    "load_corpus": "corpora",
+    "load_multi30k": "corpora",
+    "load_parallel": "parallel_files",
+    "make_dataset": "pipeline",
+    "train_sentencepiece": "tokenizer",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name not in _EXPORTS:
+        raise AttributeError(
+            f"module 'keras_attention.text' has no attribute {name!r}"
+        )
+    module = importlib.import_module(f"keras_attention.text.{_EXPORTS[name]}")
+    return getattr(module, name)
+
+
+def __dir__():
+    return __all__
