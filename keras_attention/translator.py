@@ -17,6 +17,7 @@ import time
 import keras
 import tensorflow as tf
 
+from keras_attention._batches import batches
 from keras_attention.export import TranslatorModule
 from keras_attention.export import export_translator
 from keras_attention.models import TransformerTranslator
@@ -63,13 +64,7 @@ class Translator:
         """Translate any iterable of strings (a list, a file, stdin) batch by
         batch, in the graph as exported; yields each batch's translations,
         in order, as soon as they are ready."""
-        batch = []
-        for text in texts:
-            batch.append(text)
-            if len(batch) == batch_size:
-                yield self._translate_batch(batch)
-                batch = []
-        if batch:
+        for batch in batches(texts, batch_size):
             yield self._translate_batch(batch)
 
     def _translate_batch(self, texts):

@@ -12,6 +12,7 @@ import contextlib
 import os
 import sys
 
+from keras_attention._batches import batches
 from keras_attention.cli.errors import PATH_ERRORS
 from keras_attention.cli.errors import PROG
 from keras_attention.cli.errors import UserError
@@ -164,17 +165,6 @@ def _read_sentences(file, name):
         yield line.rstrip("\r\n")
 
 
-def _batches(texts, size):
-    batch = []
-    for text in texts:
-        batch.append(text)
-        if len(batch) == size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
-
-
 def _remote_translator(args):
     """texts -> lists of translations, a batch at a time, from --url."""
     from keras_attention.serving import Client
@@ -184,7 +174,7 @@ def _remote_translator(args):
         client = Client(args.url, args.model_name, timeout=args.timeout)
 
     def translate(texts):
-        for batch in _batches(texts, args.batch_size):
+        for batch in batches(texts, args.batch_size):
             with user_errors(ServingClientError):
                 translations = client.translate(batch)
             yield translations
