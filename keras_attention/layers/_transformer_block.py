@@ -100,6 +100,9 @@ class TransformerBlock(keras.layers.Layer):
         # says `None` (not the built default's config) before and after.
         self._default_self_attention = self_attention is None
         self.self_attention = self._self_attention_layer(self_attention)
+        # The RelativeAttention options of a config saved before
+        # `self_attention` existed (see `from_config`); made in `build`.
+        self._legacy_relative = None
         self.supports_masking = True
 
     def _self_attention_layer(self, self_attention):
@@ -168,10 +171,10 @@ class TransformerBlock(keras.layers.Layer):
     def _build_self_attention(self, shape):
         """The default `MultiHeadSelfAttention`, or build the plugged one."""
         hidden_dim = shape[-1]
-        legacy = getattr(self, "_legacy_relative", None)
-        if self.self_attention is None and legacy:
+        if self.self_attention is None and self._legacy_relative:
             self.self_attention = self._attention(
-                RelativeAttention, "self_attention", hidden_dim, **legacy
+                RelativeAttention, "self_attention", hidden_dim,
+                **self._legacy_relative,
             )
         if self.self_attention is None:
             self.self_attention = self._attention(
@@ -297,7 +300,6 @@ class TransformerBlock(keras.layers.Layer):
                 ),
             }
         )
-        if self.self_attention is None and getattr(
-                self, "_legacy_relative", None):  # an old config, unbuilt
-            config.update(self._legacy_relative)
+        if self.self_attention is None and self._legacy_relative:
+            config.update(self._legacy_relative)  # an old config, unbuilt
         return config
