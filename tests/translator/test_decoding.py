@@ -93,10 +93,15 @@ def test_beam_width_one_is_greedy(trained):
                               max_length=40)
     beam = beam_search_decode(translator.model, source, **ids,
                               beam_size=1, alpha=0.0, max_length=40)
+    identical = 0
     for g, b in zip(greedy.numpy(), beam.numpy()):
         g, b = _until_eos(g), _until_eos(b)
+        identical += g == b
         if g != b:  # the beam stopped early with EOS on greedy's path
             assert b[-1] == EOS_ID and b[:-1] == g[: len(b) - 1], (g, b)
+    # An early stop is the exception: a beam that always stopped at once
+    # would pass the property above on every row.
+    assert identical > len(SENTENCES) // 2, identical
 
 
 def test_beam_search_in_a_graph_equals_eager_and_is_well_formed(trained):
