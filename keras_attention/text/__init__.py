@@ -5,7 +5,7 @@ The names load on first use (PEP 562): the corpus readers
 the command line checks split names and data folders before it loads.
 """
 
-import importlib
+from keras_attention._lazy import lazy_exports
 
 _EXPORTS = {
     "BOS_ID": "tokenizer",
@@ -28,14 +28,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(
-            f"module 'keras_attention.text' has no attribute {name!r}"
-        )
-    module = importlib.import_module(f"keras_attention.text.{_EXPORTS[name]}")
-    return getattr(module, name)
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -6,7 +6,7 @@ The names load on first use (PEP 562), so `keras_attention.training.config`
 (the options the command line is built from) imports without TensorFlow.
 """
 
-import importlib
+from keras_attention._lazy import lazy_exports
 
 _EXPORTS = {
     "AllReduceClippingAdam": "optimizers",
@@ -24,14 +24,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    if name not in _EXPORTS:
-        raise AttributeError(
-            f"module 'keras_attention.training' has no attribute {name!r}"
-        )
-    module = importlib.import_module(f"keras_attention.training.{_EXPORTS[name]}")
-    return getattr(module, name)
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
