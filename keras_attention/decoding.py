@@ -169,6 +169,95 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
                        length_offset=10, max_length=256):
     """Beam search with the GNMT length penalty, using the cache.
 
+    The whole batch is searched at once (`B * beam_size` rows per step)
+    and every sentence gets what it would get alone: its own length limit
+    (a row past it continues with PAD at no cost, so it can neither finish
+    nor change), and the same search as tf-models' per-sentence call.
+
+    Args:
+        model: a model that follows the decoding protocol (module docstring).
+        encoder_tokens: `(B, S)` int32 source ids.
+        bos_id, eos_id: the target tokenizer's begin and end ids.
+        beam_size: beams K.
+        alpha: length penalty exponent (0 = none; 0.6 in GNMT).
+        length_ratio, length_offset, max_length: the output length limit.
+
+    Returns:
+        `(B, T)` int32 ids of the best beam, without BOS, PAD after EOS.
+    """
+    from official.nlp.modeling.ops import beam_search
+
+    _check(model, length_ratio, length_offset, max_length, bos_id, eos_id)
+    beam_size = _validation.positive_int("beam_size", beam_size)
+    pad_id = model.pad_id
+    encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
+    batch = tf.shape(encoder_tokens)[0]
+    limits = output_length(encoder_tokens, length_ratio, length_offset,
+                           max_length, pad_id)  # (B,)
+    limit = tf.maximum(tf.reduce_max(limits), 1)
+    memory, source_mask = model.encode(encoder_tokens)
+    # Every cache leaf has a leading batch axis (beam search tiles and
+    # reorders them per beam) and is float32, as the beam search (which
+    # scores beams in float32) requires; each step gets every leaf back in
+    # its own dtype (a mixed policy's bfloat16 keys/values, an RNN's
+    # float32 prepared keys), so beam search computes what greedy does.
+    initial = model.initial_cache(memory, source_mask, limit)
+    dtypes = tf.nest.map_structure(lambda t: t.dtype, initial)
+    cache = {
+        "decoder": _cast_floats(initial, tf.float32),
+        "source_mask": tf.cast(source_mask, tf.float32),
+        "limit": tf.cast(limits, tf.float32),  # leaves must be float32
+    }
+    # Past its limit a row's only continuation is PAD with log-probability
+    # 0: its beams keep their scores and order, no new hypothesis finishes
+    # (EOS ranks below every other token), and what it returns is what a
+    # search stopped at its own limit returns, followed by PAD.
+    vocabulary = tf.range(model.target_vocabulary_size)
+    frozen = tf.where(
+        tf.equal(vocabulary, pad_id), 0.0,
+        tf.where(tf.equal(vocabulary, eos_id), -2e9, -1e9),
+    )[None]  # (1, V)
+
+    def symbols_to_logits(ids, index, cache):
+        source_mask = cache["source_mask"] > 0.5
+        decoder_cache = tf.nest.map_structure(tf.cast, cache["decoder"],
+                                              dtypes)
+        logits, decoder_cache, _ = model.decode_step(
+            ids[:, -1:], index, decoder_cache, source_mask,
+        )  # (B * K, V)
+        past_limit = tf.greater_equal(tf.cast(index, tf.float32),
+                                      cache["limit"])[:, None]
+        logits = tf.where(past_limit, frozen, logits)
+        return logits, {"decoder": _cast_floats(decoder_cache, tf.float32),
+                        "source_mask": cache["source_mask"],
+                        "limit": cache["limit"]}
+
+    sequences, _ = beam_search.sequence_beam_search(
+        symbols_to_logits,
+        initial_ids=tf.fill([batch], bos_id),
+        initial_cache=cache,
+        vocab_size=model.target_vocabulary_size,
+        beam_size=beam_size,
+        alpha=alpha,
+        max_decode_length=limit,
+        eos_id=eos_id,
+        padded_decode=False,
+        dtype="float32",
+    )  # (B, K, 1 + T)
+    tokens = sequences[:, 0, 1:]  # best beam, without BOS
+    width = tf.reduce_max(
+        tf.reduce_sum(tf.cast(tf.not_equal(tokens, pad_id), tf.int32), 1)
+    )
+    return tokens[:, :width]
+
+
+def _beam_search_per_sentence(model, encoder_tokens, *, bos_id, eos_id,
+                       beam_size=4, alpha=0.6, length_ratio=1.5,
+                       length_offset=10, max_length=256):
+    """`beam_search_decode` one sentence at a time (`tf.map_fn`), as the
+    package did before the search was batched: the reference the batched
+    search is tested and benchmarked against.
+
     Args:
         model: a model that follows the decoding protocol (module docstring).
         encoder_tokens: `(B, S)` int32 source ids.

@@ -123,6 +123,29 @@ def test_beam_search_in_a_graph_equals_eager_and_is_well_formed(trained):
         assert BOS_ID not in row
 
 
+@pytest.mark.parametrize("length_ratio, length_offset", [(1.5, 10), (0.5, 1)])
+def test_batched_beam_search_equals_the_per_sentence_search(
+        trained, length_ratio, length_offset):
+    """The batched search returns what tf-models' search of each sentence
+    alone returns, also when the length limits (different per sentence)
+    cut the search short (the second case)."""
+    from keras_attention.decoding import _beam_search_per_sentence
+
+    translator, _ = trained
+    ids = _ids(translator)
+    source = _source(translator)
+    options = dict(**ids, beam_size=4, alpha=0.6, length_ratio=length_ratio,
+                   length_offset=length_offset, max_length=40)
+    batched = beam_search_decode(translator.model, source, **options).numpy()
+    alone = _beam_search_per_sentence(translator.model, source,
+                                      **options).numpy()
+    np.testing.assert_array_equal(batched, alone)
+    lengths = (batched != 0).sum(1)
+    if length_offset == 1:  # the limits bind: rows of different lengths
+        limits = np.ceil(0.5 * (source.numpy() != 0).sum(1)) + 1
+        assert (lengths == limits).any() and len(set(lengths)) > 1
+
+
 def test_output_length_limits_are_per_sentence():
     from keras_attention.decoding import output_length
 
