@@ -20,7 +20,11 @@ The decoding protocol: a model decodes here if it has
   `(B, S)` of this step (float32, summing to 1 over the real positions);
 - `pad_id` and `target_vocabulary_size` attributes (the model masks `pad_id`
   in its inputs, so it is the model's; BOS and EOS are the tokenizer's and
-  are passed in by the caller).
+  are passed in by the caller);
+- optionally `constant_cache_keys`: the dict keys of the cache whose
+  subtrees no step changes (a Transformer's cross-attention keys and
+  values, an RNN's memory); beam search then tiles them once instead of
+  reordering them with the beams at every step.
 
 `TransformerTranslator` and `RNNTranslator` follow it.
 
@@ -164,6 +168,33 @@ def _cast_floats(structure, dtype):
     )
 
 
+def _partition(cache, keys):
+    """Split a nested cache into `(constant, varying)`: the subtrees under
+    dict keys in `keys`, and the rest (nested dicts of the same shape)."""
+    if not isinstance(cache, dict):
+        return {}, cache
+    constant, varying = {}, {}
+    for key, value in cache.items():
+        if key in keys:
+            constant[key] = value
+        elif isinstance(value, dict):
+            constant[key], varying[key] = _partition(value, keys)
+        else:
+            varying[key] = value
+    return constant, varying
+
+
+def _merge(constant, varying):
+    """The inverse of `_partition`."""
+    if not isinstance(varying, dict):
+        return varying
+    merged = dict(varying)
+    for key, value in constant.items():
+        merged[key] = (_merge(value, varying[key])
+                       if key in varying and isinstance(value, dict) else value)
+    return merged
+
+
 def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
                        beam_size=4, alpha=0.6, length_ratio=1.5,
                        length_offset=10, max_length=256):
@@ -196,18 +227,23 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
                            max_length, pad_id)  # (B,)
     limit = tf.maximum(tf.reduce_max(limits), 1)
     memory, source_mask = model.encode(encoder_tokens)
-    # Every cache leaf has a leading batch axis (beam search tiles and
-    # reorders them per beam) and is float32, as the beam search (which
-    # scores beams in float32) requires; each step gets every leaf back in
-    # its own dtype (a mixed policy's bfloat16 keys/values, an RNN's
-    # float32 prepared keys), so beam search computes what greedy does.
     initial = model.initial_cache(memory, source_mask, limit)
-    dtypes = tf.nest.map_structure(lambda t: t.dtype, initial)
-    cache = {
-        "decoder": _cast_floats(initial, tf.float32),
-        "source_mask": tf.cast(source_mask, tf.float32),
-        "limit": tf.cast(limits, tf.float32),  # leaves must be float32
-    }
+    # The parts of the cache no step changes (`constant_cache_keys`: e.g.
+    # the cross-attention keys and values) stay out of the search's state,
+    # which it reorders at every step: they are tiled once per beam, in
+    # the search's row order (sentence-major, `b * K + k`).
+    constant, varying = _partition(initial,
+                                   getattr(model, "constant_cache_keys", ()))
+    per_beam = lambda t: tf.repeat(t, beam_size, axis=0)  # noqa: E731
+    constant = tf.nest.map_structure(per_beam, constant)
+    source_mask = per_beam(source_mask)  # (B * K, S)
+    row_limits = per_beam(limits)  # (B * K,)
+    # The search's state is float32 (it scores beams in float32 and
+    # requires it); each step gets every leaf back in its own dtype (a
+    # mixed policy's bfloat16 keys/values, an RNN's float32 state), so
+    # beam search computes what greedy does.
+    dtypes = tf.nest.map_structure(lambda t: t.dtype, varying)
+    cache = {"decoder": _cast_floats(varying, tf.float32)}
     # Past its limit a row's only continuation is PAD with log-probability
     # 0: its beams keep their scores and order, no new hypothesis finishes
     # (EOS ranks below every other token), and what it returns is what a
@@ -219,18 +255,15 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
     )[None]  # (1, V)
 
     def symbols_to_logits(ids, index, cache):
-        source_mask = cache["source_mask"] > 0.5
-        decoder_cache = tf.nest.map_structure(tf.cast, cache["decoder"],
-                                              dtypes)
+        varying = tf.nest.map_structure(tf.cast, cache["decoder"], dtypes)
         logits, decoder_cache, _ = model.decode_step(
-            ids[:, -1:], index, decoder_cache, source_mask,
+            ids[:, -1:], index, _merge(constant, varying), source_mask,
         )  # (B * K, V)
-        past_limit = tf.greater_equal(tf.cast(index, tf.float32),
-                                      cache["limit"])[:, None]
+        past_limit = tf.greater_equal(index, row_limits)[:, None]
         logits = tf.where(past_limit, frozen, logits)
-        return logits, {"decoder": _cast_floats(decoder_cache, tf.float32),
-                        "source_mask": cache["source_mask"],
-                        "limit": cache["limit"]}
+        _, varying = _partition(decoder_cache,
+                                getattr(model, "constant_cache_keys", ()))
+        return logits, {"decoder": _cast_floats(varying, tf.float32)}
 
     sequences, _ = beam_search.sequence_beam_search(
         symbols_to_logits,

@@ -71,11 +71,28 @@ class Translator:
         result = self.module.translate(tf.constant(texts, tf.string))
         return [t.decode("utf-8") for t in result["translation"].numpy()]
 
-    def translate(self, texts, batch_size=64):
-        """Translate a list of strings (in the graph, as exported)."""
-        return [translation
-                for batch in self.translate_iter(texts, batch_size)
-                for translation in batch]
+    def translate(self, texts, batch_size=64, on_batch=None):
+        """Translate a list of strings (in the graph, as exported).
+
+        The texts are batched in order of length (and the translations
+        returned in the order given): a batch decodes until its longest
+        sentence is done, so sentences of like lengths waste fewest steps
+        (beam search of Multi30k's test set: 42 against 25 sentences/s).
+        `on_batch(done)`, if given, is called after each batch."""
+        texts = list(texts)
+        lengths = self.tokenizer.tokenize(tf.constant(texts, tf.string)
+                                          ).row_lengths().numpy() if texts else []
+        order = sorted(range(len(texts)), key=lambda i: lengths[i])
+        translations = [None] * len(texts)
+        done = 0
+        for batch in batches(order, batch_size):
+            for i, translation in zip(
+                    batch, self._translate_batch([texts[i] for i in batch])):
+                translations[i] = translation
+            done += len(batch)
+            if on_batch is not None:
+                on_batch(done)
+        return translations
 
     def evaluate(self, pairs, batch_size=64, on_batch=None):
         """sacreBLEU of the translations of `pairs` against the references.
@@ -85,11 +102,8 @@ class Translator:
         `bleu`, `signature`, `sentences`, decoding `sentences_per_second`
         and the `hypotheses`."""
         started = time.perf_counter()
-        hypotheses = []
-        for batch in self.translate_iter([p[0] for p in pairs], batch_size):
-            hypotheses.extend(batch)
-            if on_batch is not None:
-                on_batch(len(hypotheses))
+        hypotheses = self.translate([p[0] for p in pairs], batch_size,
+                                    on_batch)
         seconds = time.perf_counter() - started
         bleu, signature = corpus_bleu(hypotheses, [p[1] for p in pairs])
         return {"bleu": bleu, "signature": signature, "sentences": len(pairs),
@@ -112,9 +126,11 @@ class Translator:
         return directory
 
     @classmethod
-    def load(cls, directory, beam_size=1, alpha=0.6):
+    def load(cls, directory, beam_size=1, alpha=0.6, dtype=None):
         """Read a translator written by `save` (or by `train`), whatever
-        its model class."""
+        its model class; `dtype` (a Keras dtype policy name, e.g.
+        `"float32"` for a model trained in `mixed_bfloat16`) replaces the
+        policy it was saved with."""
         directory = pathlib.Path(directory)
         if not (directory / "translator.json").exists():
             raise FileNotFoundError(
@@ -122,6 +138,11 @@ class Translator:
                 "(train one with `keras-attention train`)"
             )
         config = json.loads((directory / "translator.json").read_text())
+        if dtype is not None:
+            model_config = config["model"]
+            if "class_name" in model_config:
+                model_config = model_config["config"]
+            model_config["dtype"] = keras.dtype_policies.get(dtype).name
         if "class_name" in config["model"]:
             model = keras.saving.deserialize_keras_object(config["model"])
         else:  # written before the RNN translator: a Transformer's config

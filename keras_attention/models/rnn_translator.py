@@ -90,6 +90,9 @@ class RNNTranslator(keras.Model):
         EACL 2017 (mean-annotation initial state, tied output embeddings).
     """
 
+    # Decoding protocol: cache entries no step changes (the annotations and their prepared keys).
+    constant_cache_keys = ("memory", "keys")
+
     def __init__(
         self,
         source_vocabulary_size,

@@ -79,6 +79,9 @@ class TransformerTranslator(keras.Model):
     (2, 5, 50)
     """
 
+    # Decoding protocol: cache entries no step changes (encoder keys, values).
+    constant_cache_keys = ("cross_attention",)
+
     def __init__(
         self,
         source_vocabulary_size,

@@ -94,6 +94,28 @@ def test_batch_of_mixed_lengths_equals_one_by_one(trained):
     assert together == alone
 
 
+def test_translate_batches_by_length_and_keeps_the_order(trained):
+    """`translate` batches the texts in order of length; the translations
+    come back in the order given, as the in-order stream gives them, and
+    `on_batch` counts the batches."""
+    translator = trained[0]
+    texts = TEXTS * 3
+    done = []
+    sorted_batches = translator.translate(texts, batch_size=4,
+                                          on_batch=done.append)
+    in_order = [t for batch in translator.translate_iter(texts, batch_size=4)
+                for t in batch]
+    assert sorted_batches == in_order
+    assert done == list(range(4, len(texts), 4)) + [len(texts)]
+
+
+def test_load_with_another_dtype_policy(trained):
+    translator, directory = trained
+    loaded = Translator.load(directory, dtype="mixed_bfloat16")
+    assert loaded.model.dtype_policy.name == "mixed_bfloat16"
+    assert len(loaded.translate(TEXTS[:2])) == 2
+
+
 def test_versions_count_up_and_never_overwrite(trained, tmp_path):
     translator = trained[0]
     assert next_version(tmp_path / "translator") == 1

@@ -1,0 +1,172 @@
+"""What every benchmark shares: interleaved timing, the machine's record,
+its matrix-multiply rate, and one JSON file of results per script.
+
+Timing: each comparison runs its candidates round-robin (A B A B ...) after
+warm-up, in one process, so drift in the machine's load affects them alike;
+it reports the median, the quartiles and the ratio of medians.
+
+Results: `write_results(name, rows)` writes `benchmarks/results/NAME.json`
+(the machine record, the command line and the rows);
+`python benchmarks/summary.py` turns every such file into
+`benchmarks/RESULTS.md`.
+
+Works under any Keras backend: it imports TensorFlow or JAX only when that
+is the backend in use.
+"""
+
+import datetime
+import json
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+RESULTS_DIR = pathlib.Path(__file__).parent / "results"
+CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni",
+             "amx_bf16", "amx_tile")
+
+
+def _cpu():
+    model, flags = platform.processor() or "unknown", set()
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name") and model in ("unknown", ""):
+                model = line.split(":", 1)[1].strip()
+            elif line.startswith("flags") and not flags:
+                flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return model, [flag for flag in CPU_FLAGS if flag in flags]
+
+
+def device_name():
+    """`cpu`, or the accelerator the backend computes on."""
+    import keras
+
+    backend = keras.backend.backend()
+    if backend == "jax":
+        import jax
+
+        device = jax.devices()[0]
+        return "cpu" if device.platform == "cpu" else device.device_kind
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        gpus = tf.config.list_logical_devices("GPU")
+        return gpus[0].name if gpus else "cpu"
+    if backend == "torch":
+        import torch
+
+        return (torch.cuda.get_device_name(0) if torch.cuda.is_available()
+                else "cpu")
+    return "unknown"
+
+
+def machine():
+    """The record of where the figures come from."""
+    import keras
+
+    model, flags = _cpu()
+    record = {
+        "cpu": model,
+        "cpu_flags": flags,
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "keras": keras.__version__,
+        "backend": keras.backend.backend(),
+        "device": device_name(),
+    }
+    for module in ("tensorflow", "jax", "keras_hub"):
+        if module in sys.modules:
+            record[module] = getattr(sys.modules[module], "__version__", "?")
+    return record
+
+
+def interleaved(candidates, repeats, warmup=2):
+    """Time `candidates` (name -> function taking no argument, returning
+    when its work is done) round-robin.
+
+    Returns:
+        name -> dict of `median_ms`, `q1_ms`, `q3_ms`, `runs`.
+    """
+    for _ in range(warmup):
+        for function in candidates.values():
+            function()
+    times = {name: [] for name in candidates}
+    for _ in range(repeats):
+        for name, function in candidates.items():
+            started = time.perf_counter()
+            function()
+            times[name].append(time.perf_counter() - started)
+    return {name: summarize(seconds) for name, seconds in times.items()}
+
+
+def summarize(seconds):
+    """Median and quartiles, in milliseconds, of a list of seconds."""
+    milliseconds = sorted(1e3 * s for s in seconds)
+    if len(milliseconds) >= 2:
+        q1, _, q3 = statistics.quantiles(milliseconds, n=4)
+    else:
+        q1 = q3 = milliseconds[0]
+    return {"median_ms": statistics.median(milliseconds), "q1_ms": q1,
+            "q3_ms": q3, "runs": len(milliseconds)}
+
+
+def matmul_rate(dtype="float32", size=1024, repeats=20):
+    """The backend's dense matrix-multiply rate in GFLOP/s, `size`-square
+    `dtype` matrices: the ceiling the layers' efficiency is measured
+    against (median of `repeats` products after warm-up)."""
+    import keras
+    import numpy as np
+
+    backend = keras.backend.backend()
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(size, size)).astype("float32")
+    b = rng.normal(size=(size, size)).astype("float32")
+    if backend == "tensorflow":
+        import tensorflow as tf
+
+        a, b = tf.cast(a, dtype), tf.cast(b, dtype)
+        product = tf.function(lambda: tf.matmul(a, b))
+
+        def run():
+            product().numpy()
+    elif backend == "jax":
+        import jax
+        import jax.numpy as jnp
+
+        a, b = jnp.asarray(a, dtype), jnp.asarray(b, dtype)
+        product = jax.jit(lambda x, y: x @ y)
+
+        def run():
+            product(a, b).block_until_ready()
+    else:
+        from keras import ops
+
+        a, b = ops.cast(a, dtype), ops.cast(b, dtype)
+
+        def run():
+            ops.convert_to_numpy(ops.matmul(a, b))
+    timing = interleaved({"matmul": run}, repeats)["matmul"]
+    return 2 * size**3 / (timing["median_ms"] * 1e-3) / 1e9
+
+
+def write_results(name, rows, **extra):
+    """Write `benchmarks/results/NAME.json`: the machine, the command line,
+    `rows` (a list of dicts) and any `extra` fields; returns its path."""
+    RESULTS_DIR.mkdir(exist_ok=True)
+    path = RESULTS_DIR / f"{name}.json"
+    record = {
+        "benchmark": name,
+        "when": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"),
+        "command": " ".join([pathlib.Path(sys.argv[0]).name] + sys.argv[1:]),
+        "machine": machine(),
+        "rows": rows,
+        **extra,
+    }
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"wrote {path}")
+    return path
