@@ -10,9 +10,10 @@ protocol, compiled with `tf.function`:
 
 The test sentences are batched in order of length, as `Translator.translate`
 and `evaluate` batch them (the per-sentence search does not depend on the
-batching). For every batch, the two run interleaved (A B A B) after warm-up; the script checks that they return the same tokens for
-every sentence, then prints sentences per second for each and the ratio,
-and writes `benchmarks/results/beam_search.json`.
+batching). For every batch, the two run interleaved (A B A B) after
+warm-up; the script counts the sentences whose tokens are identical, prints
+sentences per second for each and the ratio, and writes
+`benchmarks/results/beam_search.json`.
 
 Run: `python benchmarks/beam_search.py [--model-dir RUN]` with a translator
 saved by `keras-attention train` or `benchmarks/translator_multi30k.py`
@@ -29,10 +30,10 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-import harness  # noqa: E402
 from keras_attention import decoding  # noqa: E402
 from keras_attention.text import load_corpus  # noqa: E402
 from keras_attention.translator import TrainingConfig  # noqa: E402

@@ -31,10 +31,10 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import harness  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-import harness  # noqa: E402
 from keras_attention.layers import MultiHeadSelfAttention  # noqa: E402
 from keras_attention.layers import TransformerDecoder  # noqa: E402
 from keras_attention.layers import TransformerEncoder  # noqa: E402

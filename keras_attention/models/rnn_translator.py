@@ -90,7 +90,7 @@ class RNNTranslator(keras.Model):
         EACL 2017 (mean-annotation initial state, tied output embeddings).
     """
 
-    # Decoding protocol: cache entries no step changes (the annotations and their prepared keys).
+    # Decoding protocol: cache entries no step changes (annotations, keys).
     constant_cache_keys = ("memory", "keys")
 
     def __init__(
