@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install demo test test-serving lint bench bench-translator bench-serving bench-attention clean
+.PHONY: install demo test test-jax test-serving lint bench bench-translator bench-serving bench-attention clean
 
 install: $(STAMP)
 
@@ -20,6 +20,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest
+	$(MAKE) test-jax
+
+# The layer, op and property tests again on the JAX backend: layers/ and
+# ops/ are written with keras.ops and must not depend on TensorFlow.
+test-jax: $(STAMP)
+	KERAS_BACKEND=jax $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
 
 # The serving tests alone; with TF_SERVING_URL and TF_SERVING_MODEL_DIR set
 # they check a real TF Serving instead of ours (see serving/README.md).
@@ -29,8 +35,17 @@ test-serving: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
+# Every comparison benchmark (about 15 minutes on 2 cores), one JSON file
+# each under benchmarks/results/, then benchmarks/RESULTS.md from them.
+# Beam search uses the translator of `make bench-translator` when there is
+# one (else it trains a tiny one first).
+BEAM_MODEL := $(wildcard runs/multi30k-transformer/translator.json)
 bench: $(STAMP)
 	$(PY) benchmarks/layers.py
+	$(PY) benchmarks/beam_search.py $(if $(BEAM_MODEL),--model-dir runs/multi30k-transformer)
+	$(PY) benchmarks/training_step.py
+	$(PY) benchmarks/local_scaling.py
+	$(PY) benchmarks/summary.py
 
 bench-attention: $(STAMP)
 	$(PY) benchmarks/attention_scaling.py

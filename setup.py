@@ -42,6 +42,8 @@ setup(
             "hypothesis>=6.100",
             "ruff>=0.6",
             "pyyaml>=6",  # tests/deployment reads the Kubernetes manifests
+            # `make test-jax`: the layers and ops run on the JAX backend too.
+            "jax[cpu]>=0.4.30",
         ],
         # Beam search (sequence_beam_search with the GNMT length penalty).
         "official": ["tf-models-official==2.20.0"],

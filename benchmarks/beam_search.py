@@ -64,6 +64,8 @@ def test_sentences(args, translator):
     """Multi30k's test set for a Multi30k model when the data is here, the
     synthetic test set otherwise."""
     data_dir = args.data_dir or os.environ.get("MULTI30K_DIR")
+    if not args.data_dir and data_dir and not os.path.isdir(data_dir):
+        data_dir = None  # e.g. the Makefile's default, not on this machine
     if args.model_dir and data_dir:
         pairs = load_corpus("multi30k", directory=data_dir)["test"]
         return "multi30k test_2016_flickr", [p[0] for p in pairs]
@@ -129,7 +131,7 @@ def main():
     print(f"  batched is {ratio:.2f}x the per-sentence search; "
           f"{len(texts) - differing} of {len(texts)} outputs identical")
     harness.write_results(
-        "beam_search",
+        "beam_search" + (f"_{args.precision}" if args.precision else ""),
         [{"name": f"{model_name} beam {args.beam_size}, {corpus}",
           "ours": "batched", "reference": "per sentence (map_fn)",
           "ours_per_s": rates["batched"],

@@ -155,6 +155,9 @@ def main():
                         help="one small shape and few repeats (a smoke run)")
     parser.add_argument("--repeats", type=int, default=None,
                         help="timed runs of each (default: 20; 3 quick)")
+    parser.add_argument("--shapes", nargs="+", default=None,
+                        metavar="B,T,D,N",
+                        help="shapes to measure (default: the issue's two)")
     parser.add_argument("--precisions", nargs="+",
                         default=["float32", "mixed_bfloat16"])
     parser.add_argument("--device", choices=["cpu", "gpu"], default=None,
@@ -166,9 +169,11 @@ def main():
         raise SystemExit("--device gpu: the backend sees no GPU")
     repeats = args.repeats or (3 if args.quick else 20)
     shapes = QUICK_SHAPES if args.quick else SHAPES
+    if args.shapes:
+        shapes = [tuple(int(n) for n in shape.split(",")) for shape in args.shapes]
     rates = {dtype: harness.matmul_rate(dtype, size=512 if args.quick
-                                        else 2048 if device != "cpu"
-                                        else 1024)
+                                        else 8192 if device != "cpu"
+                                        else 2048)
              for dtype in ("float32", "bfloat16")}
     print(f"{BACKEND} on {device}; matmul rate float32 "
           f"{rates['float32']:.0f} GFLOP/s, bfloat16 "
@@ -205,8 +210,10 @@ def main():
                       f"{precision:<15} {ours_ms:8.2f} {reference_ms:8.2f} "
                       f"{reference_ms / ours_ms:7.2f}x {efficiency:6.1%}")
     keras.config.set_dtype_policy("float32")
-    harness.write_results(
-        "layers" if device == "cpu" else f"layers_{BACKEND}_gpu", rows,
+    name = "layers"
+    if BACKEND != "tensorflow" or device != "cpu":
+        name += f"_{BACKEND}_{'cpu' if device == 'cpu' else 'gpu'}"
+    harness.write_results(name, rows,
         matmul_gflops=rates)
 
 

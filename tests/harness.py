@@ -3,8 +3,9 @@
 It checks, for one layer configuration and one set of inputs:
 - `get_config()`/`from_config()` round trip (same config, same outputs with
   the same weights) and a `.keras` save/load round trip in a model;
-- eager, symbolic (functional model), `tf.function` and
-  `tf.function(jit_compile=True)` calls agree;
+- eager, symbolic (functional model) and compiled calls agree: under
+  TensorFlow `tf.function` and `tf.function(jit_compile=True)`, under JAX
+  `jax.jit` (see `tests/backend.py`);
 - one `fit()` step runs, gives a finite loss and changes the weights;
 - `mixed_float16` and `mixed_bfloat16` give finite outputs of the compute
   dtype;
@@ -18,8 +19,9 @@ import tempfile
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import tree
+
+from tests.backend import compiled_variants
 
 
 def _numpy(structure):
@@ -98,15 +100,13 @@ def run_layer_test(
     clone.set_weights(layer.get_weights())
     assert_all_close(clone(**inputs, **call_kwargs), eager, atol, what="config")
 
-    # Symbolic, tf.function, XLA.
+    # Symbolic, then every way the backend compiles (graph, XLA).
     model = _model(layer, inputs, call_kwargs)
     assert_all_close(model(inputs), eager, atol, what="functional model")
-    graph_fn = tf.function(lambda kw: layer(**kw, **call_kwargs))
-    assert_all_close(graph_fn(inputs), eager, atol, what="tf.function")
-    jit_fn = tf.function(
-        lambda kw: layer(**kw, **call_kwargs), jit_compile=True
-    )
-    assert_all_close(jit_fn(inputs), eager, 1e-4, 1e-4, what="jit_compile")
+    for name, compile_with, xla in compiled_variants():
+        function = compile_with(lambda kw: layer(**kw, **call_kwargs))
+        tolerances = (1e-4, 1e-4) if xla else (atol, 1e-5)
+        assert_all_close(function(inputs), eager, *tolerances, what=name)
 
     # .keras round trip.
     with tempfile.TemporaryDirectory() as directory:

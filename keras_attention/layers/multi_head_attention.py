@@ -13,6 +13,9 @@ from keras_attention import _validation
 from keras_attention import ops as attention_ops
 
 HEAD_MERGES = ("concat", "mean")
+# Backends whose `keras.ops.dot_product_attention` computes the attention
+# core (see `_fused_core`); TensorFlow's is the same einsums as ours.
+FUSED_CORE_BACKENDS = ("jax", "torch")
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -319,6 +322,23 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         return ops.cast(weights, self.compute_dtype)
 
+    def _fused_core(self, return_attention_scores, training, value):
+        """Whether `keras.ops.dot_product_attention` may compute the core:
+        the plain scores and weighted sum (no subclass hook), no weights
+        asked for or needed (penalty, dropout in training), keys and values
+        of one head size, and a backend where it is the fast choice (JAX
+        and PyTorch: fused cuDNN/flash kernels on GPUs, XLA on CPUs)."""
+        cls = type(self)
+        return (
+            keras.backend.backend() in FUSED_CORE_BACKENDS
+            and cls._attention_scores is MultiHeadAttention._attention_scores
+            and cls._attend is MultiHeadAttention._attend
+            and not return_attention_scores
+            and self.diversity_penalty == 0.0
+            and (self.dropout == 0.0 or not training)
+            and value.shape[-1] == self.key_dim
+        )
+
     def call(
         self,
         query,
@@ -378,16 +398,22 @@ class MultiHeadAttention(keras.layers.Layer):
             padding_mask, key_padding_mask, attention_mask, use_causal_mask,
             0 if cache_update_index is None else cache_update_index,
         )
-        scores = self._attention_scores(
-            projected_query, projected_key, cache_update_index,
-            use_causal_mask,
-        )  # (B, N, T, S)
-        weights = attention_ops.masked_softmax(scores, mask)
-        weights = self._penalize(weights, padding_mask)
-        dropped = self.dropout_layer(weights, training=training)
-        context = self._attend(
-            dropped, projected_value, cache_update_index, use_causal_mask
-        )  # (B, T, N, V)
+        if self._fused_core(return_attention_scores, training,
+                            projected_value):
+            context = attention_ops.fused_attention(
+                projected_query, projected_key, projected_value, mask
+            )  # (B, T, N, V)
+        else:
+            scores = self._attention_scores(
+                projected_query, projected_key, cache_update_index,
+                use_causal_mask,
+            )  # (B, N, T, S)
+            weights = attention_ops.masked_softmax(scores, mask)
+            weights = self._penalize(weights, padding_mask)
+            dropped = self.dropout_layer(weights, training=training)
+            context = self._attend(
+                dropped, projected_value, cache_update_index, use_causal_mask
+            )  # (B, T, N, V)
         if self.head_merge == "mean":
             context = ops.mean(context, axis=2)  # (B, T, V)
         output = self.output_dense(context)  # (B, T, D)

@@ -1,5 +1,6 @@
 """Pure functions on tensors: attention core, masks, position tables."""
 
+from keras_attention.ops.attention import fused_attention
 from keras_attention.ops.attention import head_diversity_penalty
 from keras_attention.ops.attention import masked_softmax
 from keras_attention.ops.attention import scaled_dot_product_scores
@@ -55,6 +56,7 @@ __all__ = [
     "relative_values_gather",
     "relative_values_skew",
     "scaled_dot_product_scores",
+    "fused_attention",
     "sinusoid_table",
     "split_blocks",
     "split_blocks_2d",

@@ -77,6 +77,36 @@ def scaled_dot_product_scores(query, key, scale=None):
     return ops.cast(ops.einsum("btnh,bsnh->bnts", query, key), "float32")
 
 
+def fused_attention(query, key, value, mask=None, scale=None):
+    """`weighted_sum(masked_softmax(scaled_dot_product_scores(q, k), mask),
+    v)` in one `keras.ops.dot_product_attention` call (the backend's fused
+    kernel where it has one: cuDNN or flash attention on GPUs).
+
+    Args:
+        query: `(B, T, N, H)`.
+        key: `(B, S, N, H)`.
+        value: `(B, S, N, H)`.
+        mask: boolean, broadcastable to `(B, N, T, S)`, or `None`.
+        scale: a float; defaults to `1 / sqrt(H)`.
+
+    Returns:
+        `(B, T, N, H)` in the query's dtype. A query row whose keys are all
+        masked gets a zero context, as with `masked_softmax`.
+    """
+    if scale is None:
+        scale = 1.0 / math.sqrt(query.shape[-1])
+    if mask is not None:
+        mask = ops.cast(mask, "bool")
+    context = ops.dot_product_attention(query, key, value, mask=mask,
+                                        scale=scale)
+    if mask is None:
+        return context
+    # (B|1, N|1, T, S) -> (B|1, T, N|1, 1): rows with a key to attend
+    attends = ops.transpose(ops.any(mask, axis=-1, keepdims=True),
+                            (0, 2, 1, 3))
+    return context * ops.cast(attends, context.dtype)
+
+
 def weighted_sum(weights, value):
     """Per-head context vectors `sum_s weights[..., s] * value[s]`.
 

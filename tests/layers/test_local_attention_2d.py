@@ -3,10 +3,10 @@ with the equivalent (H·W, H·W) mask."""
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from keras_attention.layers import LocalAttention2D
 from keras_attention.layers import MultiHeadSelfAttention
+from tests.backend import tensorflow_only
 from tests.harness import run_layer_test
 
 RNG = np.random.default_rng(13)
@@ -166,8 +166,11 @@ def test_input_errors_name_the_argument():
         layer(_image(4, 4), padding_mask=np.ones((BATCH, 4, 3), bool))
 
 
+@tensorflow_only("tf.TensorSpec: unknown batch and image size")
 @pytest.mark.parametrize("masked", [True, False])
 def test_unknown_batch_and_size_in_tf_function(masked):
+    import tensorflow as tf
+
     local, _ = _pair(query_block=(2, 3), memory_flange=(1, 1), masked=masked)
     run = tf.function(local, input_signature=[
         tf.TensorSpec((None, None, None, CHANNELS))])

@@ -10,6 +10,7 @@ from keras_attention.layers import MultiHeadAttention
 from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import TransformerDecoder
+from tests.backend import jit_compiled
 from tests.harness import copy_weights_by_path
 from tests.harness import run_layer_test
 
@@ -120,20 +121,18 @@ def test_cached_decoding_equals_full_pass(cross, normalize_first):
 
 def test_cached_decoding_under_xla():
     """The step function of a decoding loop compiles and matches eager."""
-    import tensorflow as tf
-
     decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
     full = np.array(decoder(TARGET, SOURCE))
     cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
 
-    @tf.function(jit_compile=True)
+    @jit_compiled
     def step(token, cache, index):
         return decoder(token, cache=cache, cache_update_index=index)
 
     outputs = []
     for index in range(TARGET_LEN):
         output, cache = step(TARGET[:, index:index + 1], cache,
-                             tf.constant(index))
+                             keras.ops.convert_to_tensor(index))
         outputs.append(np.array(output))
     np.testing.assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
 
@@ -223,16 +222,15 @@ def test_harness_relative_with_cross_attention():
 def _step_by_step(decoder, target, cache, jit=False, **kwargs):
     """Decode `target` one position at a time; the outputs (and weights,
     when asked) concatenated over the positions."""
-    import tensorflow as tf
-
     def step(token, cache, index):
         return decoder(token, cache=cache, cache_update_index=index, **kwargs)
 
     if jit:
-        step = tf.function(step, jit_compile=True)
+        step = jit_compiled(step)
     outputs, scores = [], []
     for index in range(target.shape[1]):
-        results = step(target[:, index:index + 1], cache, tf.constant(index))
+        results = step(target[:, index:index + 1], cache,
+                       keras.ops.convert_to_tensor(index))
         cache = results[-1]
         outputs.append(np.array(results[0]))
         if len(results) == 3:

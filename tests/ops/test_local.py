@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
 from keras_attention.ops import blocked_validity
@@ -18,6 +17,7 @@ from keras_attention.ops import neighbour_blocks
 from keras_attention.ops import raster_mask_2d
 from keras_attention.ops import split_blocks
 from keras_attention.ops import split_blocks_2d
+from tests.backend import tensorflow_only
 
 RNG = np.random.default_rng(3)
 
@@ -134,7 +134,10 @@ def test_local_bias_is_zero_exactly_where_attending_is_allowed():
     np.testing.assert_allclose(weights[keep], reference[keep], atol=1e-6)
 
 
+@tensorflow_only("tf.TensorSpec: unknown sequence length")
 def test_unknown_length_in_tf_function():
+    import tensorflow as tf
+
     @tf.function(input_signature=[tf.TensorSpec((None, None, 2))])
     def blocked(x):
         memory = neighbour_blocks(split_blocks(x, 3), 1, 0)

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
 from keras_attention.ops import build_attention_mask
@@ -11,6 +10,9 @@ from keras_attention.ops import check_mask_shape
 from keras_attention.ops import head_diversity_penalty
 from keras_attention.ops import masked_softmax
 from keras_attention.ops import merge_masks
+from tests.backend import compiled
+from tests.backend import gradient
+from tests.backend import tensorflow_only
 
 
 def test_causal_mask_with_offset():
@@ -51,15 +53,18 @@ def test_masked_softmax_matches_softmax_of_kept_entries():
 def test_masked_softmax_fully_masked_rows_have_zero_values_and_gradients(
     dtype,
 ):
-    scores = tf.Variable(tf.cast(tf.random.normal((2, 4)) * 100, dtype))
-    mask = tf.constant([[True, False, True, False], [False] * 4])
-    with tf.GradientTape() as tape:
-        weights = masked_softmax(scores, mask)
-        total = tf.reduce_sum(weights * tf.range(4, dtype="float32"))
-    gradient = tape.gradient(total, scores)
-    assert weights.dtype == tf.float32
+    rng = np.random.default_rng(2)
+    scores = ops.cast(rng.normal(size=(2, 4)).astype("float32") * 100, dtype)
+    mask = np.array([[True, False, True, False], [False] * 4])
+    weights = masked_softmax(scores, mask)
+    assert ops.dtype(weights) == "float32"
     np.testing.assert_array_equal(np.array(weights)[1], 0.0)
-    assert np.all(np.isfinite(np.array(tf.cast(gradient, "float32"))))
+    (scores_gradient,) = gradient(
+        lambda x: ops.sum(masked_softmax(x, mask) * ops.arange(4, dtype="float32")),
+        scores)
+    scores_gradient = scores_gradient.astype("float32")
+    assert np.all(np.isfinite(scores_gradient))
+    np.testing.assert_array_equal(scores_gradient[1], 0.0)
 
 
 def test_head_diversity_penalty():
@@ -98,13 +103,16 @@ def test_update_cache_equals_slice_assignment(index, count):
     want = cache.copy()
     want[:, index:index + count] = update
     np.testing.assert_array_equal(update_cache(cache, update, index), want)
-    traced = tf.function(update_cache)(cache, update, tf.constant(index))
+    traced = compiled(update_cache)(cache, update, ops.convert_to_tensor(index))
     np.testing.assert_array_equal(traced, want)
 
 
+@tensorflow_only("the op types of the graph TF Serving runs")
 def test_cached_decoding_graph_has_no_xla_only_ops():
     """Stock TF Serving cannot run XLA-only ops such as
     XlaDynamicUpdateSlice: the cached decoder step must not contain any."""
+    import tensorflow as tf
+
     from keras_attention.layers import TransformerDecoder
 
     decoder = TransformerDecoder(intermediate_dim=8, num_heads=2)
@@ -120,3 +128,30 @@ def test_cached_decoding_graph_has_no_xla_only_ops():
     ).graph
     op_types = {op.type for op in graph.get_operations()}
     assert not [t for t in op_types if t.startswith("Xla")], op_types
+
+
+
+def test_fused_attention_equals_the_masked_softmax_path():
+    """`fused_attention` (`keras.ops.dot_product_attention`) gives what
+    `masked_softmax` and `weighted_sum` give, a fully masked row's zero
+    context included."""
+    from keras_attention.ops import fused_attention
+    from keras_attention.ops import masked_softmax
+    from keras_attention.ops import scaled_dot_product_scores
+    from keras_attention.ops import weighted_sum
+
+    rng = np.random.default_rng(3)
+    query = rng.normal(size=(2, 3, 2, 4)).astype("float32")  # (B, T, N, H)
+    key = rng.normal(size=(2, 5, 2, 4)).astype("float32")  # (B, S, N, H)
+    value = rng.normal(size=(2, 5, 2, 4)).astype("float32")
+    mask = rng.random((2, 1, 3, 5)) > 0.3  # (B, 1, T, S) over heads
+    mask[1, 0, 2] = False  # query row 2 of sentence 1 attends nothing
+    for row_mask in (mask, None):
+        weights = masked_softmax(scaled_dot_product_scores(query, key),
+                                 row_mask)
+        expected = ops.convert_to_numpy(weighted_sum(weights, value))
+        got = ops.convert_to_numpy(fused_attention(query, key, value,
+                                                   row_mask))
+        np.testing.assert_allclose(got, expected, atol=1e-5)
+        if row_mask is not None:
+            assert np.all(got[1, 2] == 0) and np.any(got[1, 1] != 0)

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import tensorflow as tf
 from keras import ops
 
 from keras_attention.ops import relative_logits_gather
@@ -11,6 +10,9 @@ from keras_attention.ops import relative_positions
 from keras_attention.ops import relative_values_gather
 from keras_attention.ops import relative_values_skew
 from tests import relative_reference as reference
+from tests.backend import gradient
+from tests.backend import jit_compiled
+from tests.backend import tensorflow_only
 
 RNG = np.random.default_rng(5)
 BATCH, HEADS, SIZE = 2, 3, 4
@@ -88,7 +90,7 @@ def test_logits_gather_with_an_offset_are_rows_of_the_full_logits(offset):
     query, table = _query(6), _table(2, per_head=True)
     full = reference.relative_logits(query, table, 6)
     rows = query[:, offset:offset + 2]
-    for index in (offset, tf.constant(offset)):
+    for index in (offset, ops.convert_to_tensor(offset)):
         got = relative_logits_gather(rows, table, 6, query_offset=index)
         np.testing.assert_allclose(ops.convert_to_numpy(got),
                                    full[:, :, offset:offset + 2], atol=1e-5)
@@ -112,50 +114,66 @@ def test_values_gather_with_an_offset():
     table = _table(1, per_head=False)
     weights = RNG.random((BATCH, HEADS, 2, 7)).astype("float32")
     want = reference.relative_values(weights, table, query_offset=3)
-    got = relative_values_gather(weights, table, query_offset=tf.constant(3))
+    got = relative_values_gather(weights, table, query_offset=ops.convert_to_tensor(3))
     np.testing.assert_allclose(ops.convert_to_numpy(got), want, atol=1e-5)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_dynamic_lengths_and_xla(causal):
-    """Traced once with unknown batch and length; compiled with XLA."""
-    query_spec = tf.TensorSpec((None, None, HEADS, SIZE), tf.float32)
-    weights_spec = tf.TensorSpec((None, HEADS, None, None), tf.float32)
-    table = _table(2, per_head=False)
+TABLE = _table(2, per_head=False)
 
-    def both(query, weights):
-        length = tf.shape(query)[1]
-        return (relative_logits_skew(query, table, causal),
-                relative_logits_gather(query, table, length),
-                relative_values_skew(weights, table, causal),
-                relative_values_gather(weights, table))
 
-    dynamic = tf.function(both, input_signature=[query_spec, weights_spec])
-    compiled = tf.function(both, jit_compile=True)
+def _skew_and_gather(query, weights, causal):
+    length = ops.shape(query)[1]
+    return (relative_logits_skew(query, TABLE, causal),
+            relative_logits_gather(query, TABLE, length),
+            relative_values_skew(weights, TABLE, causal),
+            relative_values_gather(weights, TABLE))
+
+
+def _check_against_reference(function, causal):
     for length in (1, 4, 6):
         query, weights = _query(length), _weights(length, causal)
-        logits = reference.relative_logits(query, table, length)
-        values = reference.relative_values(weights, table)
-        for function in (dynamic, compiled):
-            skew, gather, values_skew, values_gather = function(query, weights)
-            pick = _lower if causal else np.asarray
-            np.testing.assert_allclose(pick(skew), pick(logits), atol=1e-5)
-            np.testing.assert_allclose(gather, logits, atol=1e-5)
-            np.testing.assert_allclose(values_skew, values, atol=1e-5)
-            np.testing.assert_allclose(values_gather, values, atol=1e-5)
+        logits = reference.relative_logits(query, TABLE, length)
+        values = reference.relative_values(weights, TABLE)
+        skew, gather, values_skew, values_gather = (
+            np.asarray(ops.convert_to_numpy(x)) for x in function(query, weights))
+        pick = _lower if causal else np.asarray
+        np.testing.assert_allclose(pick(skew), pick(logits), atol=1e-5)
+        np.testing.assert_allclose(gather, logits, atol=1e-5)
+        np.testing.assert_allclose(values_skew, values, atol=1e-5)
+        np.testing.assert_allclose(values_gather, values, atol=1e-5)
+
+
+@tensorflow_only("tf.TensorSpec: unknown batch and length")
+@pytest.mark.parametrize("causal", [False, True])
+def test_unknown_lengths_in_tf_function(causal):
+    """Traced once with unknown batch and length."""
+    import tensorflow as tf
+
+    query_spec = tf.TensorSpec((None, None, HEADS, SIZE), tf.float32)
+    weights_spec = tf.TensorSpec((None, HEADS, None, None), tf.float32)
+    dynamic = tf.function(
+        lambda query, weights: _skew_and_gather(query, weights, causal),
+        input_signature=[query_spec, weights_spec])
+    _check_against_reference(dynamic, causal)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_xla(causal):
+    """Compiled with XLA, once per length."""
+    compiled = jit_compiled(
+        lambda query, weights: _skew_and_gather(query, weights, causal))
+    _check_against_reference(compiled, causal)
 
 
 def test_gradients_of_skew_and_gather_agree():
-    query = tf.constant(_query(5))
-    table = tf.constant(_table(2, per_head=True))
-    cotangent = tf.constant(RNG.normal(size=(BATCH, HEADS, 5, 5)), tf.float32)
-    gradients = []
-    for function in (lambda q, e: relative_logits_skew(q, e),
-                     lambda q, e: relative_logits_gather(q, e, 5)):
-        with tf.GradientTape() as tape:
-            tape.watch([query, table])
-            target = tf.reduce_sum(function(query, table) * cotangent)
-        gradients.append(tape.gradient(target, [query, table]))
+    query, table = _query(5), _table(2, per_head=True)
+    cotangent = RNG.normal(size=(BATCH, HEADS, 5, 5)).astype("float32")
+    gradients = [
+        gradient(lambda q, e, f=function: ops.sum(f(q, e) * cotangent),
+                 query, table)
+        for function in (lambda q, e: relative_logits_skew(q, e),
+                         lambda q, e: relative_logits_gather(q, e, 5))
+    ]
     for skew, gather in zip(*gradients):
         np.testing.assert_allclose(skew, gather, atol=1e-4)
 
