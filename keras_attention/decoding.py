@@ -284,83 +284,26 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
     return tokens[:, :width]
 
 
-def _beam_search_per_sentence(model, encoder_tokens, *, bos_id, eos_id,
-                       beam_size=4, alpha=0.6, length_ratio=1.5,
-                       length_offset=10, max_length=256):
-    """`beam_search_decode` one sentence at a time (`tf.map_fn`), as the
-    package did before the search was batched: the reference the batched
-    search is tested and benchmarked against.
-
-    Args:
-        model: a model that follows the decoding protocol (module docstring).
-        encoder_tokens: `(B, S)` int32 source ids.
-        bos_id, eos_id: the target tokenizer's begin and end ids.
-        beam_size: beams K.
-        alpha: length penalty exponent (0 = none; 0.6 in GNMT).
-        length_ratio, length_offset, max_length: the output length limit.
-
-    Returns:
-        `(B, T)` int32 ids of the best beam, without BOS, PAD after EOS.
-    """
-    from official.nlp.modeling.ops import beam_search
-
-    _check(model, length_ratio, length_offset, max_length, bos_id, eos_id)
-    beam_size = _validation.positive_int("beam_size", beam_size)
-    pad_id = model.pad_id
+def _beam_search_per_sentence(model, encoder_tokens, **options):
+    """`beam_search_decode` of each sentence alone (`tf.map_fn`, its
+    padding cut off), as the package searched before the search was
+    batched: the reference the batched search is tested and benchmarked
+    against. `options` are `beam_search_decode`'s."""
     encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
-    limits = output_length(encoder_tokens, length_ratio, length_offset,
-                           max_length, pad_id)  # (B,)
+    max_length = options.get("max_length", 256)
 
-    def search_one(args):
-        """Beam search of one sentence with its own length limit, so the
-        result does not depend on the rest of the batch."""
-        source, limit = args
-        real = tf.reduce_sum(tf.cast(tf.not_equal(source, pad_id), tf.int32))
-        source = source[None, : tf.maximum(real, 1)]  # (1, S)
-        memory, source_mask = model.encode(source)
-        # Every cache leaf has a leading batch axis (beam search tiles and
-        # reorders them per beam) and is float32, as the beam search (which
-        # scores beams in float32) requires; each step gets every leaf back
-        # in its own dtype (a mixed policy's bfloat16 keys/values, an RNN's
-        # float32 prepared keys), so beam search computes what greedy does.
-        initial = model.initial_cache(memory, source_mask, limit)
-        dtypes = tf.nest.map_structure(lambda t: t.dtype, initial)
-        cache = {
-            "decoder": _cast_floats(initial, tf.float32),
-            "source_mask": tf.cast(source_mask, tf.float32),
-        }
-
-        def symbols_to_logits(ids, index, cache):
-            source_mask = cache["source_mask"] > 0.5
-            decoder_cache = tf.nest.map_structure(
-                tf.cast, cache["decoder"], dtypes)
-            logits, decoder_cache, _ = model.decode_step(
-                ids[:, -1:], index, decoder_cache, source_mask,
-            )
-            return logits, {"decoder": _cast_floats(decoder_cache, tf.float32),
-                            "source_mask": cache["source_mask"]}
-
-        sequences, _ = beam_search.sequence_beam_search(
-            symbols_to_logits,
-            initial_ids=tf.fill([1], bos_id),
-            initial_cache=cache,
-            vocab_size=model.target_vocabulary_size,
-            beam_size=beam_size,
-            alpha=alpha,
-            max_decode_length=limit,
-            eos_id=eos_id,
-            padded_decode=False,
-            dtype="float32",
-        )
-        best = sequences[0, 0, 1:]  # best beam, without BOS
+    def search_one(source):
+        real = tf.reduce_sum(tf.cast(tf.not_equal(source, model.pad_id),
+                                     tf.int32))
+        best = beam_search_decode(
+            model, source[None, : tf.maximum(real, 1)], **options)[0]
         return tf.pad(best, [[0, max_length - tf.shape(best)[0]]],
-                      constant_values=pad_id)
+                      constant_values=model.pad_id)
 
     tokens = tf.map_fn(
-        search_one, (encoder_tokens, limits),
+        search_one, encoder_tokens,
         fn_output_signature=tf.TensorSpec([max_length], tf.int32),
     )  # (B, max_length)
-    width = tf.reduce_max(
-        tf.reduce_sum(tf.cast(tf.not_equal(tokens, pad_id), tf.int32), 1)
-    )
+    width = tf.reduce_max(tf.reduce_sum(
+        tf.cast(tf.not_equal(tokens, model.pad_id), tf.int32), 1))
     return tokens[:, :width]

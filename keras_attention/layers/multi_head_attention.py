@@ -283,35 +283,6 @@ class MultiHeadAttention(keras.layers.Layer):
         arguments as in `_attention_scores`."""
         return attention_ops.weighted_sum(weights, projected_value)
 
-    def _mask(self, query, key_len, dynamic_key_len, padding_mask,
-              key_padding_mask, attention_mask, use_causal_mask,
-              query_offset):
-        """The masks checked and merged into one boolean `(B|1, 1, T|1, S)`
-        (over heads), or `None`."""
-        batch, query_len = query.shape[0], query.shape[1]
-        padding_mask = attention_ops.check_mask_shape(
-            "padding_mask", padding_mask, (batch, query_len),
-            "(batch, query_len)",
-        )
-        key_padding_mask = attention_ops.check_mask_shape(
-            "key_padding_mask", key_padding_mask, (batch, key_len),
-            "(batch, key_len)",
-        )
-        attention_mask = attention_ops.check_mask_shape(
-            "attention_mask", attention_mask, (batch, query_len, key_len),
-            "(batch, query_len, key_len)",
-        )
-        mask = attention_ops.build_attention_mask(
-            ops.shape(query)[1],
-            dynamic_key_len,
-            padding_mask=padding_mask,
-            key_padding_mask=key_padding_mask,
-            attention_mask=attention_mask,
-            use_causal_mask=use_causal_mask,
-            query_offset=query_offset,
-        )
-        return None if mask is None else ops.expand_dims(mask, 1)
-
     def _penalize(self, weights, padding_mask):
         """Add the diversity penalty of float32 `weights` `(B, N, T, S)` to
         the losses, and return them in the compute dtype."""
@@ -393,11 +364,17 @@ class MultiHeadAttention(keras.layers.Layer):
                 )  # (B, L, N, V)
                 cache = (projected_key, projected_value)
 
-        mask = self._mask(
-            query, projected_key.shape[1], ops.shape(projected_key)[1],
-            padding_mask, key_padding_mask, attention_mask, use_causal_mask,
-            0 if cache_update_index is None else cache_update_index,
+        mask = attention_ops.resolve_attention_mask(
+            query,
+            projected_key.shape[1] or ops.shape(projected_key)[1],
+            padding_mask=padding_mask,
+            key_padding_mask=key_padding_mask,
+            attention_mask=attention_mask,
+            use_causal_mask=use_causal_mask,
+            query_offset=0 if cache_update_index is None else cache_update_index,
         )
+        if mask is not None:
+            mask = ops.expand_dims(mask, 1)  # (B, 1, T, S) over heads
         if self._fused_core(return_attention_scores, training,
                             projected_value):
             context = attention_ops.fused_attention(

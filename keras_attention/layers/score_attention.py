@@ -176,23 +176,9 @@ class ScoreAttention(keras.layers.Layer):
             query = ops.expand_dims(query, 1)  # (B, 1, Dq)
             if attention_mask is not None:
                 attention_mask = ops.expand_dims(attention_mask, 1)
-        query_len = query.shape[1]
-        padding_mask = attention_ops.check_mask_shape(
-            "padding_mask", padding_mask, (batch, query_len),
-            "(batch, query_len)",
-        )
-        key_padding_mask = attention_ops.check_mask_shape(
-            "key_padding_mask", key_padding_mask, (batch, key_len),
-            "(batch, key_len)",
-        )
-        attention_mask = attention_ops.check_mask_shape(
-            "attention_mask", attention_mask, (batch, query_len, key_len),
-            "(batch, query_len, key_len)",
-        )
-
-        mask = attention_ops.build_attention_mask(
-            ops.shape(query)[1],
-            ops.shape(key)[1],
+        mask = attention_ops.resolve_attention_mask(
+            query,
+            key_len or ops.shape(key)[1],
             padding_mask=padding_mask,
             key_padding_mask=key_padding_mask,
             attention_mask=attention_mask,

@@ -24,6 +24,7 @@ from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import check_mask_shape
 from keras_attention.ops.masking import implicit_mask
 from keras_attention.ops.masking import merge_masks
+from keras_attention.ops.masking import resolve_attention_mask
 from keras_attention.ops.positions import sinusoid_table
 from keras_attention.ops.relative import relative_logits_gather
 from keras_attention.ops.relative import relative_logits_skew
@@ -48,6 +49,7 @@ __all__ = [
     "merge_blocks",
     "merge_blocks_2d",
     "merge_masks",
+    "resolve_attention_mask",
     "neighbour_blocks",
     "raster_mask_2d",
     "relative_logits_gather",

@@ -144,3 +144,53 @@ def build_attention_mask(
             causal_mask(query_length, key_length, query_offset), 0
         )
     return merge_masks(query_rows, key_columns, attention_mask, causal)
+
+
+def resolve_attention_mask(
+    query,
+    key_length,
+    padding_mask=None,
+    key_padding_mask=None,
+    attention_mask=None,
+    use_causal_mask=False,
+    query_offset=0,
+):
+    """Check every mask a layer was given against its inputs and merge them:
+    the one place the layers resolve masks.
+
+    Args:
+        query: `(B, T, ...)`, the query sequence (its batch and length are
+            checked against the masks).
+        key_length: S, an int (checked against the masks when known) or a
+            scalar tensor.
+        padding_mask, key_padding_mask, attention_mask, use_causal_mask,
+        query_offset: as in `build_attention_mask`.
+
+    Returns:
+        `build_attention_mask`'s boolean `(B|1, T|1, S)` mask, or `None`.
+
+    Raises:
+        ValueError: naming the mask whose shape does not match.
+    """
+    batch, query_len = query.shape[0], query.shape[1]
+    static_key_len = key_length if isinstance(key_length, int) else None
+    padding_mask = check_mask_shape(
+        "padding_mask", padding_mask, (batch, query_len), "(batch, query_len)"
+    )
+    key_padding_mask = check_mask_shape(
+        "key_padding_mask", key_padding_mask, (batch, static_key_len),
+        "(batch, key_len)",
+    )
+    attention_mask = check_mask_shape(
+        "attention_mask", attention_mask, (batch, query_len, static_key_len),
+        "(batch, query_len, key_len)",
+    )
+    return build_attention_mask(
+        ops.shape(query)[1],
+        key_length,
+        padding_mask=padding_mask,
+        key_padding_mask=key_padding_mask,
+        attention_mask=attention_mask,
+        use_causal_mask=use_causal_mask,
+        query_offset=query_offset,
+    )
