@@ -83,6 +83,9 @@ def main():
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--alpha", type=float, default=0.6)
+    parser.add_argument("--unsorted", action="store_true",
+                        help="batch the sentences in the test set's order, "
+                             "not by length")
     parser.add_argument("--precision", default=None,
                         help="load the model with this Keras dtype policy "
                              "(default: the one it was trained with)")
@@ -102,7 +105,8 @@ def main():
     contenders = searches(module, args.beam_size, args.alpha)
     lengths = module.source_tokenizer.tokenize(tf.constant(texts)
                                                ).row_lengths().numpy()
-    texts = [texts[i] for i in np.argsort(lengths, kind="stable")]
+    if not args.unsorted:
+        texts = [texts[i] for i in np.argsort(lengths, kind="stable")]
     batches = [module.encode_text(tf.constant(texts[i:i + args.batch_size]))[0]
                for i in range(0, len(texts), args.batch_size)]
     for search in contenders.values():  # warm-up: trace both
@@ -125,13 +129,15 @@ def main():
     model_name = (f"{type(translator.model).__name__} "
                   f"({translator.model.dtype_policy.name})")
     print(f"{model_name}, beam {args.beam_size}, {len(texts)} sentences of "
-          f"{corpus} in length-sorted batches of {args.batch_size}:")
+          f"{corpus} in {'unsorted' if args.unsorted else 'length-sorted'} "
+          f"batches of {args.batch_size}:")
     for name, rate in rates.items():
         print(f"  {name:<13} {rate:7.1f} sentences/s")
     print(f"  batched is {ratio:.2f}x the per-sentence search; "
           f"{len(texts) - differing} of {len(texts)} outputs identical")
     harness.write_results(
-        "beam_search" + (f"_{args.precision}" if args.precision else ""),
+        "beam_search" + (f"_{args.precision}" if args.precision else "")
+        + ("_unsorted" if args.unsorted else ""),
         [{"name": f"{model_name} beam {args.beam_size}, {corpus}",
           "ours": "batched", "reference": "per sentence (map_fn)",
           "ours_per_s": rates["batched"],

@@ -232,8 +232,8 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
     # the cross-attention keys and values) stay out of the search's state,
     # which it reorders at every step: they are tiled once per beam, in
     # the search's row order (sentence-major, `b * K + k`).
-    constant, varying = _partition(initial,
-                                   getattr(model, "constant_cache_keys", ()))
+    constant_keys = getattr(model, "constant_cache_keys", ())
+    constant, varying = _partition(initial, constant_keys)
     per_beam = lambda t: tf.repeat(t, beam_size, axis=0)  # noqa: E731
     constant = tf.nest.map_structure(per_beam, constant)
     source_mask = per_beam(source_mask)  # (B * K, S)
@@ -261,8 +261,7 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
         )  # (B * K, V)
         past_limit = tf.greater_equal(index, row_limits)[:, None]
         logits = tf.where(past_limit, frozen, logits)
-        _, varying = _partition(decoder_cache,
-                                getattr(model, "constant_cache_keys", ()))
+        _, varying = _partition(decoder_cache, constant_keys)
         return logits, {"decoder": _cast_floats(varying, tf.float32)}
 
     sequences, _ = beam_search.sequence_beam_search(

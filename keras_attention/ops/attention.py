@@ -70,7 +70,7 @@ def scaled_dot_product_scores(query, key, scale=None):
     """
     if scale is None:
         scale = 1.0 / math.sqrt(query.shape[-1])
-    if "float16" == str(ops.dtype(query)) or "float16" == str(ops.dtype(key)):
+    if "float16" in (ops.dtype(query), ops.dtype(key)):
         query, key = ops.cast(query, "float32"), ops.cast(key, "float32")
     query = query * ops.cast(scale, ops.dtype(query))
     # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)

@@ -100,9 +100,24 @@ def test_translate_batches_by_length_and_keeps_the_order(trained):
     `on_batch` counts the batches."""
     translator = trained[0]
     texts = TEXTS * 3
-    done = []
-    sorted_batches = translator.translate(texts, batch_size=4,
-                                          on_batch=done.append)
+    done, batched = [], []
+    translate_batch = translator._translate_batch
+
+    def recording(batch):
+        batched.append(batch)
+        return translate_batch(batch)
+
+    translator._translate_batch = recording
+    try:
+        sorted_batches = translator.translate(texts, batch_size=4,
+                                              on_batch=done.append)
+    finally:
+        del translator._translate_batch
+    lengths = [len(ids) for batch in batched for ids in
+               translator.tokenizer.tokenize(tf.constant(batch)).to_list()]
+    assert lengths == sorted(lengths) and lengths != [
+        len(ids) for ids in translator.tokenizer.tokenize(
+            tf.constant(texts)).to_list()]
     in_order = [t for batch in translator.translate_iter(texts, batch_size=4)
                 for t in batch]
     assert sorted_batches == in_order
