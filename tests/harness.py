@@ -7,8 +7,11 @@ It checks, for one layer configuration and one set of inputs:
   TensorFlow `tf.function` and `tf.function(jit_compile=True)`, under JAX
   `jax.jit` (see `tests/backend.py`);
 - one `fit()` step runs, gives a finite loss and changes the weights;
+- the layer creates the stated number of trainable and non-trainable
+  weights, and the stated number of losses (regularization penalties);
 - `mixed_float16` and `mixed_bfloat16` give finite outputs of the compute
-  dtype;
+  dtype, every sub-layer carries the layer's dtype policy and every weight
+  is stored in float32;
 - with `mask_argument`, a Keras implicit mask on the first input gives the
   same outputs as the explicit mask, and (when the layer keeps the sequence
   length) is propagated to the output.
@@ -58,6 +61,10 @@ def run_layer_test(
     layer_cls,
     init_kwargs,
     inputs,
+    *,
+    expected_num_trainable_weights,
+    expected_num_non_trainable_weights=0,
+    expected_num_losses=0,
     call_kwargs=None,
     expected_output_shape=None,
     mask_argument=None,
@@ -71,6 +78,11 @@ def run_layer_test(
         init_kwargs: constructor arguments.
         inputs: dict of call-argument name -> NumPy array (all tensors,
             masks included); the first entry is the layer's first input.
+        expected_num_trainable_weights: int, the trainable weights the
+            layer (with its sub-layers) creates, counted by hand.
+        expected_num_non_trainable_weights: int, likewise.
+        expected_num_losses: int, the entries of `layer.losses` after one
+            call (e.g. an attention penalty).
         call_kwargs: dict of non-tensor call arguments (flags).
         expected_output_shape: shape of the (first) output, if checked.
         mask_argument: the name of the explicit padding-mask argument that
@@ -87,6 +99,13 @@ def run_layer_test(
     first = tree.flatten(eager)[0]
     if expected_output_shape is not None:
         assert tuple(first.shape) == tuple(expected_output_shape)
+    counts = (len(layer.trainable_weights), len(layer.non_trainable_weights),
+              len(layer.losses))
+    assert counts == (
+        expected_num_trainable_weights,
+        expected_num_non_trainable_weights,
+        expected_num_losses,
+    ), ("(trainable weights, non-trainable weights, losses)", counts)
 
     # Config round trip: every constructor argument is in the config.
     config = layer.get_config()
@@ -162,6 +181,14 @@ def _check_mixed_precision(layer_cls, init_kwargs, inputs, call_kwargs,
     layer = layer_cls(**init_kwargs, dtype=policy)
     outputs = layer(**inputs, **call_kwargs)
     compute_dtype = keras.DTypePolicy(policy).compute_dtype
+    for sublayer in layer._flatten_layers(include_self=True):
+        assert sublayer.dtype_policy.name == policy, (
+            "sub-layer dtype policy", sublayer.name, sublayer.dtype_policy.name,
+        )
+    for weight in layer.weights:
+        assert keras.backend.standardize_dtype(weight.dtype) == "float32", (
+            "weight dtype", weight.path, weight.dtype,
+        )
     for output in tree.flatten(outputs):
         if isinstance(output, tuple):
             continue

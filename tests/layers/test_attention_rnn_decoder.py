@@ -28,7 +28,11 @@ def test_shared_harness(options):
     run_layer_test(
         AttentionRNNDecoder,
         {"units": UNITS, **options},
-        {"inputs": INPUTS, "memory": MEMORY, "initial_state": STATE,
+        # The cell's kernel, recurrent kernel and bias, and the score's
+        # weights: (W1, W2, b, v) additive, W general.
+        expected_num_trainable_weights=3 + {"additive": 4, "general": 1}[
+            options["attention"]],
+        inputs={"inputs": INPUTS, "memory": MEMORY, "initial_state": STATE,
          "memory_mask": MEMORY_MASK},
         expected_output_shape=(BATCH, TARGET_LEN, UNITS),
         atol=1e-5,

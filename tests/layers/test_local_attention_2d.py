@@ -133,7 +133,9 @@ def test_harness(init_kwargs, size):
     run_layer_test(
         LocalAttention2D,
         {"num_heads": 2, "key_dim": 4, **init_kwargs},
-        {"inputs": _image(*size), "padding_mask": _padding(*size)},
+        expected_num_trainable_weights=8,  # MultiHeadSelfAttention's
+        expected_num_losses=int("diversity_penalty" in init_kwargs),
+        inputs={"inputs": _image(*size), "padding_mask": _padding(*size)},
         call_kwargs={"return_attention_scores": True},
         expected_output_shape=(BATCH,) + size
         + (init_kwargs.get("output_dim", CHANNELS),),

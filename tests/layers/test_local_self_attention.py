@@ -161,7 +161,9 @@ def test_harness(init_kwargs, length, causal):
     run_layer_test(
         LocalSelfAttention,
         {"num_heads": 2, "key_dim": 4, **init_kwargs},
-        {"inputs": _inputs(length), "padding_mask": padding},
+        expected_num_trainable_weights=8,  # MultiHeadSelfAttention's
+        expected_num_losses=int("diversity_penalty" in init_kwargs),
+        inputs={"inputs": _inputs(length), "padding_mask": padding},
         call_kwargs={"use_causal_mask": causal,
                      "return_attention_scores": True},
         expected_output_shape=(BATCH, length,

@@ -43,7 +43,11 @@ def test_cross_attention_harness(init_kwargs):
     run_layer_test(
         MultiHeadAttention,
         init_kwargs,
-        {
+        # Four projections, each a kernel and (with use_bias) a bias.
+        expected_num_trainable_weights=8 if init_kwargs.get("use_bias", True)
+        else 4,
+        expected_num_losses=int("diversity_penalty" in init_kwargs),
+        inputs={
             "query": TARGET,
             "value": SOURCE,
             "padding_mask": TARGET_PADDING,
@@ -59,7 +63,8 @@ def test_self_attention_harness():
     run_layer_test(
         MultiHeadSelfAttention,
         {"num_heads": 2, "key_dim": 4, "dropout": 0.1},
-        {"inputs": TARGET, "padding_mask": TARGET_PADDING},
+        expected_num_trainable_weights=8,
+        inputs={"inputs": TARGET, "padding_mask": TARGET_PADDING},
         call_kwargs={"use_causal_mask": True},
         expected_output_shape=(BATCH, TARGET_LEN, DIM),
         mask_argument="padding_mask",

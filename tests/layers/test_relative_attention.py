@@ -70,7 +70,11 @@ def test_harness(init_kwargs, causal):
     run_layer_test(
         RelativeAttention,
         {"num_heads": 2, "key_dim": 4, **init_kwargs},
-        {"inputs": INPUTS, "padding_mask": PADDING},
+        # The four projections' kernels and biases, and one relative
+        # table for the keys (and one for the values).
+        expected_num_trainable_weights=9 + int(
+            init_kwargs.get("relative_values", False)),
+        inputs={"inputs": INPUTS, "padding_mask": PADDING},
         call_kwargs={"use_causal_mask": causal,
                      "return_attention_scores": True},
         expected_output_shape=(BATCH, LENGTH, init_kwargs.get("output_dim",

@@ -53,6 +53,9 @@ LAYERS = [
     (AdditiveAttention, {"units": 6}),
 ]
 IDS = [cls.__name__ for cls, _ in LAYERS]
+# Weights, counted by hand: none, none, W, (W1, W2, b, v).
+TRAINABLE_WEIGHTS = {DotAttention: 0, ScaledDotAttention: 0,
+                     GeneralAttention: 1, AdditiveAttention: 4}
 
 
 @pytest.mark.parametrize("layer_cls, kwargs", LAYERS, ids=IDS)
@@ -60,7 +63,8 @@ def test_layer_harness(layer_cls, kwargs):
     run_layer_test(
         layer_cls,
         {**kwargs, "dropout": 0.1},
-        {
+        expected_num_trainable_weights=TRAINABLE_WEIGHTS[layer_cls],
+        inputs={
             "query": QUERY,
             "value": VALUE,
             "key": KEY,

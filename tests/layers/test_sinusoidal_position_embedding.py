@@ -15,7 +15,8 @@ def test_harness():
     run_layer_test(
         SinusoidalPositionEmbedding,
         {"max_wavelength": 500.0},
-        {"inputs": INPUTS},
+        expected_num_trainable_weights=0,
+        inputs={"inputs": INPUTS},
         expected_output_shape=(2, 7, 6),
     )
 

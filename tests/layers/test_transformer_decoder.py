@@ -26,7 +26,10 @@ def test_harness_with_cross_attention():
     run_layer_test(
         TransformerDecoder,
         {"intermediate_dim": 16, "num_heads": 2, "dropout": 0.1},
-        {
+        # Self- and cross-attention 8 each, three layer norms 6, the
+        # feed-forward network 4.
+        expected_num_trainable_weights=26,
+        inputs={
             "decoder_sequence": TARGET,
             "encoder_sequence": SOURCE,
             "decoder_padding_mask": TARGET_PADDING,
@@ -42,7 +45,10 @@ def test_harness_decoder_only_pre_norm():
     run_layer_test(
         TransformerDecoder,
         {"intermediate_dim": 16, "num_heads": 2, "normalize_first": True},
-        {"decoder_sequence": TARGET, "decoder_padding_mask": TARGET_PADDING},
+        # No encoder sequence: no cross-attention and its layer norm.
+        expected_num_trainable_weights=16,
+        inputs={"decoder_sequence": TARGET,
+                "decoder_padding_mask": TARGET_PADDING},
         expected_output_shape=(BATCH, TARGET_LEN, DIM),
         mask_argument="decoder_padding_mask",
     )
@@ -207,7 +213,9 @@ def test_harness_relative_with_cross_attention():
         TransformerDecoder,
         {"intermediate_dim": 16, "num_heads": 2,
          "self_attention": keras.saving.serialize_keras_object(_relative())},
-        {
+        # 26 as above, and the relative key and value tables.
+        expected_num_trainable_weights=28,
+        inputs={
             "decoder_sequence": TARGET,
             "encoder_sequence": SOURCE,
             "decoder_padding_mask": TARGET_PADDING,

@@ -24,7 +24,10 @@ def test_harness(normalize_first):
         TransformerEncoder,
         {"intermediate_dim": 16, "num_heads": 2, "dropout": 0.1,
          "normalize_first": normalize_first, "activation": "gelu"},
-        {"inputs": INPUTS, "padding_mask": PADDING},
+        # Attention 8 (4 kernels, 4 biases), two layer norms 4, the
+        # feed-forward network's two dense layers 4.
+        expected_num_trainable_weights=16,
+        inputs={"inputs": INPUTS, "padding_mask": PADDING},
         expected_output_shape=(BATCH, LENGTH, DIM),
         mask_argument="padding_mask",
     )
@@ -133,7 +136,9 @@ def test_harness_relative():
         {"intermediate_dim": 16, "num_heads": 2, "dropout": 0.1,
          "self_attention": keras.saving.serialize_keras_object(
              _relative(dropout=0.1))},
-        {"inputs": INPUTS, "padding_mask": PADDING},
+        # 16 as above, and the relative key and value tables.
+        expected_num_trainable_weights=18,
+        inputs={"inputs": INPUTS, "padding_mask": PADDING},
         expected_output_shape=(BATCH, LENGTH, DIM),
         mask_argument="padding_mask",
     )
