@@ -35,7 +35,7 @@ test-serving: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
-# Every comparison benchmark (about 15 minutes on 2 cores), one JSON file
+# Every comparison benchmark (about 30 minutes on 2 cores), one JSON file
 # each under benchmarks/results/, then benchmarks/RESULTS.md from them.
 # Beam search uses the translator of `make bench-translator` when there is
 # one (else it trains a tiny one first).
@@ -45,13 +45,19 @@ bench: $(STAMP)
 	$(PY) benchmarks/beam_search.py $(if $(BEAM_MODEL),--model-dir runs/multi30k-transformer)
 	$(PY) benchmarks/training_step.py
 	$(PY) benchmarks/local_scaling.py
+	$(PY) benchmarks/attention_signature.py
+	$(PY) benchmarks/attention_signature.py --model rnn
+	$(PY) benchmarks/attention_scaling.py
+	$(PY) benchmarks/serving_load.py
 	$(PY) benchmarks/summary.py
 
 bench-attention: $(STAMP)
 	$(PY) benchmarks/attention_scaling.py
+	$(PY) benchmarks/summary.py
 
 bench-serving: $(STAMP)
 	$(PY) benchmarks/serving_load.py
+	$(PY) benchmarks/summary.py
 
 # Trains MODEL (transformer or rnn) on Multi30k for MINUTES (default 60) of
 # wall clock; needs the data.

@@ -23,8 +23,9 @@ layer with other block sizes (fewer keys per query, smaller products).
 Time: forward+backward of a `tf.function` step (loss = sum of squared
 outputs, gradients of every trainable weight made dense, jit_compile off),
 median of `--repeats` runs after one warm-up. The layers of one shape are
-timed round-robin in one process, so drift in the machine's load affects
-them alike; "x ref" divides by `MultiHeadSelfAttention` of the same shape.
+timed round-robin in one process (`harness.interleaved`), so drift in the
+machine's load affects them alike; "x ref" divides by
+`MultiHeadSelfAttention` of the same shape.
 
 Work: "GFLOP" counts the multiply-adds (x2) of every matrix product in
 the traced fwd+bwd graph that its outputs need (the Einsum and MatMul ops,
@@ -57,6 +58,12 @@ measured step, and reports:
 Targets (issue 5): at T = 2048, relative (skew) / MHSA at most 1.3x in
 memory and 1.5x in time; at n = 8192, full / local at least 10x in time.
 
+Prints the table and the ratios against the targets, and writes
+`benchmarks/results/attention_scaling.json` (`attention_scaling_quick.json`
+with `--quick`; `--results-dir` and `--results-name` choose another file):
+a row per layer and size with the time's median and quartiles, the ratios,
+the work and the memory, and the targets with their verdicts.
+
 Run: `python benchmarks/attention_scaling.py [--quick] [--repeats K]`
 (about 9 minutes on 2 cores shared with other work, most of it the
 memory subprocesses; `--quick` about a minute).
@@ -75,6 +82,7 @@ import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import harness  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
@@ -255,20 +263,6 @@ def product_flops(step):
     return sum(_product_flops(op) for op in needed if op.type in PRODUCTS)
 
 
-def alternating_medians(functions, repeats, warmup=1):
-    """Median seconds of each function, timed round-robin."""
-    for _ in range(warmup):
-        for function in functions:
-            function()
-    times = [[] for _ in functions]
-    for _ in range(repeats):
-        for function, bucket in zip(functions, times):
-            started = time.perf_counter()
-            function()
-            bucket.append(time.perf_counter() - started)
-    return [statistics.median(bucket) for bucket in times]
-
-
 def _status_kib(field):
     with open("/proc/self/status") as status:
         for line in status:
@@ -367,6 +361,14 @@ def fmt(value, spec):
     return "n/a" if value is None else format(value, spec)
 
 
+def mib_record(stats):
+    """(median, min, max) bytes as a JSON record in MiB, or None."""
+    if stats is None:
+        return None
+    median, low, high = (value / MIB for value in stats)
+    return {"median_mib": median, "min_mib": low, "max_mib": high}
+
+
 def mib_cell(stats):
     if stats is None:
         return "n/a"
@@ -377,6 +379,7 @@ def mib_cell(stats):
 
 
 def ratio_line(name, value, bound, at_most, note):
+    """Print the ratio against its target; returns it as a JSON record."""
     if value is None:
         verdict = "not measured"
     else:
@@ -385,6 +388,8 @@ def ratio_line(name, value, bound, at_most, note):
     relation = "<=" if at_most else ">="
     print(f"ratio: {name} = {fmt(value, '.2f')}x (target {relation} "
           f"{bound}x{note}): {verdict}")
+    return {"name": name, "value": value, "relation": relation,
+            "bound": bound, "verdict": verdict, "note": note.lstrip("; ")}
 
 
 def main():
@@ -411,6 +416,8 @@ def main():
                              "window, 128)")
     parser.add_argument("--max-relative-position", type=int, default=None,
                         help="δ of the relative layers (default T-1)")
+    harness.add_results_arguments(
+        parser, "attention_scaling, quick: attention_scaling_quick")
     parser.add_argument("--memory-worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -457,7 +464,7 @@ def main():
     print(f"memory measured at {time.perf_counter() - started:.0f} s",
           file=sys.stderr, flush=True)
 
-    seconds, flops = {}, {}
+    timings, seconds, flops = {}, {}, {}
     for section, length, variants in configs:
         x, layers = build_layers(section, length, variants,
                                  args.max_relative_position)
@@ -465,13 +472,16 @@ def main():
             check_relative_outputs(x, layers)
         steps = [fwd_bwd(layer, x, kwargs) for layer, kwargs in
                  layers.values()]
-        functions = [run for _, run in steps]
         for variant, (step, _) in zip(variants, steps):
             flops[section, variant, length] = product_flops(step)
-        for variant, value in zip(variants,
-                                  alternating_medians(functions, repeats)):
-            seconds[section, variant, length] = value
-        del x, layers, functions, steps
+        timing = harness.interleaved(
+            {variant: run for variant, (_, run) in zip(variants, steps)},
+            repeats, warmup=1)
+        for variant in variants:
+            timings[section, variant, length] = timing[variant]
+            seconds[section, variant, length] = (
+                timing[variant]["median_ms"] / 1e3)
+        del x, layers, steps, timing
         gc.collect()
         print(f"timed {section} {length} at "
               f"{time.perf_counter() - started:.0f} s", file=sys.stderr,
@@ -493,45 +503,66 @@ def main():
     print()
     print(HEADER)
     print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = []
     for section, length, variants in configs:
         size = f"{'T' if section == 'relative' else 'n'}={length}"
         for variant in variants:
             results = memory[section, variant, length]
             work = flops[section, variant, length]
-            print(f"| {section} | {size} | {label(variant)} | "
-                  f"{seconds[section, variant, length] * 1e3:.1f} | "
-                  f"{ratio('time', section, variant, length):.2f} | "
-                  f"{work / 1e9:.2f} | "
-                  f"{work / seconds[section, variant, length] / 1e9:.0f} | "
+            row = {
+                "section": section, "size": size, "length": length,
+                "variant": variant, "layer": label(variant),
+                "time": timings[section, variant, length],
+                "time_ratio": ratio("time", section, variant, length),
+                "gflop": work / 1e9,
+                "gflop_per_s": work / seconds[section, variant, length] / 1e9,
+                "tensor": mib_record(summary(results, "tensor")),
+                "memory_ratio": ratio("memory", section, variant, length),
+                "rss": mib_record(summary(results, "rss")),
+                "memory_runs": len(results),
+            }
+            rows.append(row)
+            print(f"| {section} | {size} | {row['layer']} | "
+                  f"{row['time']['median_ms']:.1f} | "
+                  f"{row['time_ratio']:.2f} | {row['gflop']:.2f} | "
+                  f"{row['gflop_per_s']:.0f} | "
                   f"{mib_cell(summary(results, 'tensor'))} | "
-                  f"{fmt(ratio('memory', section, variant, length), '.2f')} "
+                  f"{fmt(row['memory_ratio'], '.2f')} "
                   f"| {mib_cell(summary(results, 'rss'))} |")
     print()
 
     longest, widest = max(relative_lengths), max(local_lengths)
     relative_note = "" if longest == 2048 else "; the target is for T=2048"
     local_note = "" if widest == 8192 else "; the target is for n=8192"
-    ratio_line(f"relative(skew)/MHSA memory at T={longest}",
-               ratio("memory", "relative", "skew", longest), 1.3, True,
-               relative_note)
-    ratio_line(f"relative(skew)/MHSA time at T={longest}",
-               ratio("time", "relative", "skew", longest), 1.5, True,
-               relative_note)
-    ratio_line(f"full/local time at n={widest}",
-               1.0 / ratio("time", "local", "local", widest), 10, False,
-               local_note)
+    targets = [
+        ratio_line(f"relative(skew)/MHSA memory at T={longest}",
+                   ratio("memory", "relative", "skew", longest), 1.3, True,
+                   relative_note),
+        ratio_line(f"relative(skew)/MHSA time at T={longest}",
+                   ratio("time", "relative", "skew", longest), 1.5, True,
+                   relative_note),
+        ratio_line(f"full/local time at n={widest}",
+                   1.0 / ratio("time", "local", "local", widest), 10, False,
+                   local_note),
+    ]
+    notes = []
+
+    def note(line):  # printed, and kept for the JSON file
+        print(line)
+        notes.append(line)
+
     skew, mhsa = (tensor("relative", variant, longest)
                   for variant in ("skew", "mhsa"))
     if skew and mhsa:
-        print(f"also at T={longest}: skew/MHSA memory over the process "
-              f"ranges {skew[1] / mhsa[2]:.2f}x..{skew[2] / mhsa[1]:.2f}x")
-    print(f"also at T={longest}: naive/skew time "
+        note(f"also at T={longest}: skew/MHSA memory over the process "
+             f"ranges {skew[1] / mhsa[2]:.2f}x..{skew[2] / mhsa[1]:.2f}x")
+    note(f"also at T={longest}: naive/skew time "
           f"{ratio('time', 'relative', 'naive', longest, 'skew'):.2f}x, "
           f"memory "
           f"{fmt(ratio('memory', 'relative', 'naive', longest, 'skew'), '.2f')}"
           f"x; gather/skew time "
           f"{ratio('time', 'relative', 'gather', longest, 'skew'):.2f}x")
-    print(f"also at n={widest}: full/projections-only time "
+    note(f"also at n={widest}: full/projections-only time "
           f"{1.0 / ratio('time', 'local', 'projections', widest):.2f}x "
           f"(the most any local attention could gain at D={DIM})")
 
@@ -543,7 +574,7 @@ def main():
                                                         widest]
     needed = 10.0 * flops["local", "local", widest] / (
         seconds["local", "mhsa", widest] * 1e9)
-    print(f"also at n={widest}: full/local product work {work_ratio:.2f}x "
+    note(f"also at n={widest}: full/local product work {work_ratio:.2f}x "
           f"({flops['local', 'mhsa', widest] / 1e9:.1f} vs "
           f"{flops['local', 'local', widest] / 1e9:.1f} GFLOP); measured "
           f"GFLOP/s: full {rate('mhsa'):.0f}, local {rate('local'):.0f}, "
@@ -552,6 +583,16 @@ def main():
           f"attention's rate)")
     print(f"load average at the end {os.getloadavg()[0]:.1f}; total "
           f"{time.perf_counter() - started:.0f} s")
+    name = args.results_name or ("attention_scaling_quick" if args.quick
+                                 else "attention_scaling")
+    harness.write_results(name, rows, directory=args.results_dir,
+                          targets=targets, notes=notes,
+                          parameters={
+                              "batch": BATCH, "heads": HEADS, "dim": DIM,
+                              "window": WINDOW, "max_relative_position":
+                              args.max_relative_position, "repeats": repeats,
+                              "memory_runs": memory_runs,
+                          })
 
 
 if __name__ == "__main__":

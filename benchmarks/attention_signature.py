@@ -10,22 +10,24 @@ In one process, interleaved after warm-up, for the same batch of sentences:
   forced, for its cross-attention.
 
 Both give the same tokens, and the same attention to 1e-5 (checked). The
-script prints the medians, their spread and the ratio.
+script prints the medians, their interquartile range and the ratio, and
+writes `benchmarks/results/attention_signature_MODEL.json` (MODEL:
+transformer or rnn).
 
 Run: `python benchmarks/attention_signature.py [--model rnn]
 [--model-dir RUN]` (a translator saved by `keras-attention train`; without
 one, a `tiny` model of `--model` is trained on the synthetic corpus for a
-minute first).
+minute first). `--quick` trains briefly and times 8 sentences 3 times (a
+smoke run, written as `..._quick.json`).
 """
 
 import argparse
 import os
-import statistics
 import tempfile
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
@@ -72,22 +74,36 @@ def main():
     parser.add_argument("--model", default="transformer",
                         choices=["transformer", "rnn"],
                         help="the model to train without --model-dir")
-    parser.add_argument("--sentences", type=int, default=64,
-                        help="sentences per call (default: 64)")
-    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true",
+                        help="train on 500 pairs for one epoch, time 8 "
+                             "sentences 3 times (a smoke run)")
+    parser.add_argument("--sentences", type=int, default=None,
+                        help="sentences per call (default: 64; quick 8)")
+    parser.add_argument("--repeats", type=int, default=None,
+                        help="timed runs of each (default: 7; quick 3)")
+    harness.add_results_arguments(
+        parser, "attention_signature_MODEL, quick: + _quick")
     args = parser.parse_args()
+    sentences = (args.sentences if args.sentences is not None
+                 else 8 if args.quick else 64)
+    repeats = (args.repeats if args.repeats is not None
+               else 3 if args.quick else 7)
+    for option, value in (("--sentences", sentences), ("--repeats", repeats)):
+        if value < 1:
+            parser.error(f"{option} must be >= 1, received: {value}")
 
     if args.model_dir:
         translator = Translator.load(args.model_dir)
     else:
         translator = train(TrainingConfig(
             output_dir=tempfile.mkdtemp(), model=args.model,
-            train_size=4000, epochs=3,
+            train_size=500 if args.quick else 4000,
+            epochs=1 if args.quick else 3,
             bleu_sentences=0, verbose=0, warmup_steps=200,
             learning_rate_scale=2.0,
         ))
     texts = [pair[0] for pair in load_corpus("synthetic")["test"]]
-    text = tf.constant(texts[: args.sentences])
+    text = tf.constant(texts[:sentences])
     contenders = {
         "reuse": translator.module.translate_with_attention,
         "second pass": second_pass(translator.module),
@@ -98,22 +114,33 @@ def main():
     gap = float(np.abs(new["attention"].numpy()
                        - old["attention"].numpy()).max())
     assert gap < 1e-5, gap
-    timings = {name: [] for name in contenders}
-    for _ in range(args.repeats):  # interleaved: A B A B ...
-        for name, call in contenders.items():
-            started = time.perf_counter()
-            call(text)
-            timings[name].append(time.perf_counter() - started)
-    print(f"{type(translator.model).__name__}, {args.sentences} sentences, "
-          f"{new['tokens'].shape[1]} output positions, {args.repeats} "
-          f"interleaved runs (attention equal to {gap:.1e}):")
-    for name, values in timings.items():
-        print(f"  {name:<12} median {statistics.median(values) * 1000:7.1f} "
-              f"ms  (min {min(values) * 1000:.1f}, max "
-              f"{max(values) * 1000:.1f})")
-    ratio = (statistics.median(timings["second pass"])
-             / statistics.median(timings["reuse"]))
+    # Interleaved, A B A B ...; the calls above were the warm-up.
+    timing = harness.interleaved(
+        {name: (lambda call=call: call(text))
+         for name, call in contenders.items()}, repeats, warmup=0)
+    model_name = type(translator.model).__name__
+    positions = int(new["tokens"].shape[1])
+    print(f"{model_name}, {sentences} sentences, {positions} output "
+          f"positions, {repeats} interleaved runs (attention equal to "
+          f"{gap:.1e}):")
+    for name, t in timing.items():
+        print(f"  {name:<12} median {t['median_ms']:7.1f} ms  (IQR "
+              f"{t['q1_ms']:.1f}-{t['q3_ms']:.1f})")
+    ratio = timing["second pass"]["median_ms"] / timing["reuse"]["median_ms"]
     print(f"  reuse is {ratio:.2f}x the speed of the second pass")
+    kind = "rnn" if "RNN" in model_name else "transformer"
+    name = args.results_name or (f"attention_signature_{kind}"
+                                 + ("_quick" if args.quick else ""))
+    harness.write_results(
+        name,
+        [{"name": f"{model_name}, {sentences} sentences, {positions} "
+                  "positions",
+          "ours": "reuse", "reference": "second pass",
+          "ours_ms": timing["reuse"],
+          "reference_ms": timing["second pass"],
+          "speedup": ratio, "attention_gap": gap}],
+        directory=args.results_dir,
+    )
 
 
 if __name__ == "__main__":

@@ -153,11 +153,25 @@ def matmul_rate(dtype="float32", size=1024, repeats=20):
     return 2 * size**3 / (timing["median_ms"] * 1e-3) / 1e9
 
 
-def write_results(name, rows, **extra):
-    """Write `benchmarks/results/NAME.json`: the machine, the command line,
-    `rows` (a list of dicts) and any `extra` fields; returns its path."""
-    RESULTS_DIR.mkdir(exist_ok=True)
-    path = RESULTS_DIR / f"{name}.json"
+def add_results_arguments(parser, default_name):
+    """`--results-dir` and `--results-name` on a script's parser, for
+    `write_results(args.results_name, ..., directory=args.results_dir)`."""
+    parser.add_argument("--results-dir", default=None,
+                        help="folder of the JSON file (default: "
+                             "benchmarks/results)")
+    parser.add_argument("--results-name", default=None,
+                        help=f"its name without .json (default: "
+                             f"{default_name})")
+
+
+def write_results(name, rows, directory=None, **extra):
+    """Write `DIRECTORY/NAME.json` (default `benchmarks/results/`): the
+    machine, the command line, `rows` (a list of dicts) and any `extra`
+    fields; returns its path. Quick runs end their name in `_quick`, which
+    `summary.py` leaves out of RESULTS.md."""
+    directory = pathlib.Path(directory) if directory else RESULTS_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"{name}.json"
     record = {
         "benchmark": name,
         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(

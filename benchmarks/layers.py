@@ -151,6 +151,9 @@ def cases(batch, length, dim, heads, rng):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    harness.add_results_arguments(
+        parser, "layers, or layers_BACKEND_DEVICE off TensorFlow on CPU; "
+        "quick: + _quick")
     parser.add_argument("--quick", action="store_true",
                         help="one small shape and few repeats (a smoke run)")
     parser.add_argument("--repeats", type=int, default=None,
@@ -213,8 +216,10 @@ def main():
     name = "layers"
     if BACKEND != "tensorflow" or device != "cpu":
         name += f"_{BACKEND}_{'cpu' if device == 'cpu' else 'gpu'}"
-    harness.write_results(name, rows,
-        matmul_gflops=rates)
+    if args.quick:
+        name += "_quick"
+    harness.write_results(args.results_name or name, rows,
+                          directory=args.results_dir, matmul_gflops=rates)
 
 
 if __name__ == "__main__":

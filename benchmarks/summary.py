@@ -2,7 +2,8 @@
 
 Each benchmark script writes one JSON file (see `harness.write_results`);
 this script renders every one of them as a table under a heading that
-names the script, its command line, when it ran and the machine.
+names the script, its command line, when it ran and the machine. Smoke
+runs (`--quick`, written as `NAME_quick.json`) are left out.
 
 Run: `python benchmarks/summary.py` (`make bench` runs it last).
 """
@@ -54,6 +55,112 @@ def _rates(record):
     return lines
 
 
+def _timings(record):
+    """Rows of two timed candidates: `ours_ms` and `reference_ms` (the
+    harness's timing records) and `speedup`."""
+    runs = record["rows"][0]["ours_ms"]["runs"] if record["rows"] else 0
+    lines = [f"Median (IQR) of {runs} interleaved runs.", "",
+             "| case (ours vs reference) | ours ms (IQR) "
+             "| reference ms (IQR) | speed-up |",
+             "| --- | --- | --- | --- |"]
+    for row in record["rows"]:
+        lines.append(
+            f"| {row['name']} ({row['ours']} vs {row['reference']}) "
+            f"| {_ms(row['ours_ms'])} | {_ms(row['reference_ms'])} "
+            f"| {row['speedup']:.2f}× |")
+    return lines
+
+
+def _mib(stats):
+    if stats is None:
+        return "n/a"
+    if round(stats["min_mib"]) == round(stats["max_mib"]):
+        return f"{stats['median_mib']:.0f}"
+    return (f"{stats['median_mib']:.0f} "
+            f"({stats['min_mib']:.0f}–{stats['max_mib']:.0f})")
+
+
+def _ratio(value):
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def _scaling(record):
+    """`attention_scaling.py`: time, work and peak memory of each layer
+    and size, then its targets and notes."""
+    parameters = record.get("parameters", {})
+    delta = parameters.get("max_relative_position")
+    lines = [
+        f"B={parameters.get('batch')}, {parameters.get('heads')} heads, "
+        f"D={parameters.get('dim')}; relative: causal, δ = "
+        f"{'T−1' if delta is None else delta}; local: window "
+        f"{parameters.get('window')}. Time: median (IQR) of "
+        f"{parameters.get('repeats')} fwd+bwd runs, the layers of one size "
+        f"interleaved; × ref divides by MultiHeadSelfAttention of the same "
+        f"size. Memory: median (min–max) over "
+        f"{parameters.get('memory_runs')} fresh process(es) of the step's "
+        "peak above the level before it.",
+        "",
+        "| section | size | layer | fwd+bwd ms (IQR) | × ref time | GFLOP "
+        "| GFLOP/s | tensor MiB | × ref memory | RSS MiB |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in record["rows"]:
+        lines.append(
+            f"| {row['section']} | {row['size']} | {row['layer']} "
+            f"| {_ms(row['time'])} | {row['time_ratio']:.2f} "
+            f"| {row['gflop']:.2f} | {row['gflop_per_s']:.0f} "
+            f"| {_mib(row['tensor'])} | {_ratio(row['memory_ratio'])} "
+            f"| {_mib(row['rss'])} |")
+    targets = record.get("targets", [])
+    if targets:
+        lines += ["", "Targets:", ""]
+        for target in targets:
+            relation = {"<=": "≤", ">=": "≥"}[target["relation"]]
+            note = f"; {target['note']}" if target["note"] else ""
+            value = ("n/a" if target["value"] is None
+                     else f"{target['value']:.2f}×")
+            lines.append(
+                f"- {target['name']}: {value} (target {relation} "
+                f"{target['bound']}×{note}): {target['verdict']}")
+    notes = record.get("notes", [])
+    if notes:
+        lines += ["", "Other ratios:", ""] + [
+            f"- {line.removeprefix('also ')}" for line in notes]
+    return lines
+
+
+def _serving(record):
+    """`serving_load.py`: the server under closed-loop load, then each
+    model's batching ratio and server overhead."""
+    lines = [
+        f"Closed-loop clients in this process, the server in another, "
+        f"{record.get('seconds_per_cell', '?')} s per cell; p50 and p99 of "
+        "the requests' latencies.",
+        "",
+        "| model | batching | concurrency | req/s | p50 ms | p99 ms "
+        "| errors |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for row in record["rows"]:
+        lines.append(
+            f"| {row['model']} | {'on' if row['batching'] else 'off'} "
+            f"| {row['concurrency']} | {row['requests_per_s']:.1f} "
+            f"| {row['p50_ms']:.2f} | {row['p99_ms']:.2f} "
+            f"| {row['errors']} |")
+    models = record.get("models", [])
+    if models:
+        lines.append("")
+    for model in models:
+        lines.append(
+            f"- {model['model']}: batching gives "
+            f"{model['batching_ratio_c32']:.2f}× the throughput at "
+            f"concurrency 32 (target ≥ 3×); server overhead at p50 "
+            f"{model['overhead_p50_ms']:.2f} ms ({model['server_p50_ms']:.2f}"
+            f" ms served at concurrency 1 − {model['in_process_p50_ms']:.2f}"
+            " ms in process; target < 5 ms)")
+    return lines
+
+
 def _generic(record):
     rows = record["rows"]
     if not rows:
@@ -80,9 +187,16 @@ def render(record):
     lines = [f"## {record['benchmark']} (`results/{record['benchmark']}.json`)",
              "",
              f"`{record['command']}`, {record['when']}.", "", where, ""]
+    first = record["rows"][0] if record["rows"] else {}
     if record["benchmark"].startswith("layers"):
         lines += _layers(record)
-    elif record["rows"] and "ours_per_s" in record["rows"][0]:
+    elif "section" in first and "gflop_per_s" in first:
+        lines += _scaling(record)
+    elif "concurrency" in first:
+        lines += _serving(record)
+    elif "ours_ms" in first:
+        lines += _timings(record)
+    elif "ours_per_s" in first:
         lines += _rates(record)
     else:
         lines += _generic(record)
@@ -91,7 +205,8 @@ def render(record):
 
 def main():
     records = [json.loads(path.read_text())
-               for path in sorted(RESULTS.glob("*.json"))]
+               for path in sorted(RESULTS.glob("*.json"))
+               if not path.stem.endswith("_quick")]
     lines = [
         "# Benchmark results",
         "",
@@ -101,7 +216,8 @@ def main():
         "reference in one process; IQR is the interquartile range; a "
         "speed-up above 1 means ours is faster. Efficiency: the FLOPs of "
         "a layer's products per second over the matrix-multiply rate "
-        "measured in the same run.",
+        "measured in the same run. Sections measured otherwise (memory, "
+        "a server under load) say how.",
         "",
     ]
     for record in records:

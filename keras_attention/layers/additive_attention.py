@@ -13,9 +13,11 @@ class AdditiveAttention(ScoreAttention):
 
     `W (query_dim, units)`, `U (key_dim, units)`, `b (units,)` and
     `v (units,)` are learned. (Keras's `AdditiveAttention` has no `W`, `U`:
-    it scores `sum(tanh(q + k))` and needs equal sizes.) The query may be one
-    vector per example, as in an RNN decoder step, or a sequence. See
-    `ScoreAttention` for the call arguments, masks and returns.
+    it scores `sum(tanh(q + k))` and needs equal sizes; this layer takes its
+    call form, `layer([query, value], mask=[query_mask, value_mask])`, so it
+    can replace it, with other numbers.) The query may be one vector per
+    example, as in an RNN decoder step, or a sequence. See `ScoreAttention`
+    for the call arguments, masks and returns.
 
     Args:
         units: int, the size of the hidden layer of the score network.

@@ -11,8 +11,11 @@ from keras_attention.layers.score_attention import ScoreAttention
 class DotAttention(ScoreAttention):
     """Attention with the dot-product score `e(q, k) = q . k`.
 
-    Query and key must have the same feature size. See `ScoreAttention` for
-    the call arguments, masks and returns.
+    Query and key must have the same feature size. It is a drop-in
+    replacement for `keras.layers.Attention()` (`use_scale=False`): it takes
+    Keras's call form, `layer([query, value], mask=[query_mask,
+    value_mask])`, as well as ours. See `ScoreAttention` for the call
+    arguments, masks, returns and the differences from Keras.
 
     Args:
         dropout: float in [0, 1), dropout rate on the attention weights.

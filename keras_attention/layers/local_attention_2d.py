@@ -180,16 +180,13 @@ class LocalAttention2D(MultiHeadSelfAttention):
             ]
         if self.diversity_penalty > 0.0:
             shape = ops.shape(weights)
-            # (B, N, G, Q, M) -> (B, N, G·Q, M)
-            self.add_loss(
-                self.diversity_penalty
-                * attention_ops.head_diversity_penalty(
-                    ops.reshape(weights, (shape[0], shape[1], -1, shape[4])),
-                    ops.reshape(query_valid > 0.5, (shape[0], -1)),
-                )
+            # (B, N, G, Q, M) -> (B, N, G·Q, M), the queries' pixels in
+            # block order (the penalty sums over them).
+            self._add_penalty(
+                ops.reshape(weights, (shape[0], shape[1], -1, shape[4])),
+                ops.reshape(query_valid > 0.5, (shape[0], -1)),
             )
-        weights = ops.cast(weights, self.compute_dtype)
-        dropped = self.dropout_layer(weights, training=training)
+        weights, dropped = self._drop(weights, training)
         # (B, N, G, Q, M) x (B, N, G, M, V) -> (B, N, G, Q, V)
         context = attention_ops.local_weighted_sum(dropped, value)
         # (B, N, G, Q, V) -> (B·N, G, Q, V) -> (B·N, H, W, V)
@@ -203,9 +200,7 @@ class LocalAttention2D(MultiHeadSelfAttention):
         # A padded pixel's context is zero, as if it attended to nothing.
         valid_pixels = ops.reshape(padding_mask, (batch, -1, 1, 1))
         context = context * ops.cast(valid_pixels, context.dtype)
-        if self.head_merge == "mean":
-            context = ops.mean(context, axis=2)  # (B, H·W, V)
-        output = self.output_dense(context)  # (B, H·W, D)
+        output = self._merge_heads(context)  # (B, H·W, D)
         output = ops.reshape(output, (batch, height, width, output.shape[-1]))
         if return_attention_scores:
             return output, weights

@@ -153,22 +153,15 @@ class LocalSelfAttention(MultiHeadSelfAttention):
             merged = attention_ops.merge_blocks(
                 weights * valid_rows, length, axis=2
             )
-        if self.diversity_penalty > 0.0:
-            self.add_loss(
-                self.diversity_penalty
-                * attention_ops.head_diversity_penalty(merged, padding_mask)
-            )
-        weights = ops.cast(weights, self.compute_dtype)
-        dropped = self.dropout_layer(weights, training=training)
+        self._add_penalty(merged, padding_mask)
+        _, dropped = self._drop(weights, training)
         context = attention_ops.local_weighted_sum(dropped, value)
         # (B, N, G, b, V) -> (B, N, T, V) -> (B, T, N, V)
         context = attention_ops.merge_blocks(context, length, axis=2)
         context = ops.transpose(context, (0, 2, 1, 3))
         # A padded query's context is zero, as if it attended to nothing.
         context = context * ops.cast(padding_mask, context.dtype)[:, :, None, None]
-        if self.head_merge == "mean":
-            context = ops.mean(context, axis=2)  # (B, T, V)
-        output = self.output_dense(context)  # (B, T, D)
+        output = self._merge_heads(context)  # (B, T, D)
         if return_attention_scores:
             return output, ops.cast(merged, self.compute_dtype)
         return output

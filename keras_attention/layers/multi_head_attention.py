@@ -54,10 +54,10 @@ class MultiHeadAttention(keras.layers.Layer):
             when `cache` holds the projected keys and values and there is
             no `cache_update_index`.
         key: `(batch, key_len, key_dim)`; defaults to `value`.
-        padding_mask: `(batch, query_len)` boolean; defaults to the Keras
-            implicit mask of `query`. Padded query rows attend to nothing.
-        key_padding_mask: `(batch, key_len)` boolean; defaults to the Keras
-            implicit mask of `value`.
+        padding_mask: `(batch, query_len)` boolean. Padded query rows
+            attend to nothing.
+        key_padding_mask: `(batch, key_len)` boolean; masked keys are never
+            attended.
         attention_mask: `(batch, query_len, key_len)` boolean.
         use_causal_mask: bool; query `i` attends to keys `j <= i` (shifted
             by `cache_update_index` when decoding with a cache).
@@ -73,6 +73,12 @@ class MultiHeadAttention(keras.layers.Layer):
             ignored and may be left out (cross-attention with keys computed
             once).
         cache_update_index: int or scalar tensor, see `cache`.
+        query_mask, value_mask, key_mask: Keras's names (as in
+            `keras.layers.MultiHeadAttention`) for `padding_mask` and
+            `key_padding_mask`, `(batch, query_len)` and `(batch, key_len)`.
+            Keras fills them from the implicit masks of `query`, `value`
+            and `key` (e.g. from `Embedding(mask_zero=True)`); every mask
+            given, under either name, applies.
 
     Returns:
         `output (batch, query_len, output_dim)`; then the weights if
@@ -91,6 +97,22 @@ class MultiHeadAttention(keras.layers.Layer):
     >>> output, scores = layer(target, source, return_attention_scores=True)
     >>> tuple(output.shape), tuple(scores.shape)
     ((2, 3, 8), (2, 2, 3, 5))
+
+    It is a drop-in replacement for `keras.layers.MultiHeadAttention`: the
+    same weights, and Keras's call arguments.
+
+    >>> import keras
+    >>> keras_layer = keras.layers.MultiHeadAttention(num_heads=2, key_dim=4)
+    >>> _ = keras_layer(target, source)
+    >>> _ = layer.set_weights(keras_layer.get_weights())
+    >>> query_mask = np.array([[True] * 3, [True, True, False]])
+    >>> ours = layer(target, source, query_mask=query_mask)
+    >>> theirs = keras_layer(target, source, query_mask=query_mask)
+    >>> bool(np.allclose(ours[:, :2], theirs[:, :2], atol=1e-6))
+    True
+
+    Where Keras gives a query row whose keys are all masked (a padded query)
+    uniform weights over every key, this layer gives it zero weights.
 
     References:
         Vaswani et al. "Attention Is All You Need", NeurIPS 2017, 3.2.2.
@@ -283,15 +305,30 @@ class MultiHeadAttention(keras.layers.Layer):
         arguments as in `_attention_scores`."""
         return attention_ops.weighted_sum(weights, projected_value)
 
-    def _penalize(self, weights, padding_mask):
-        """Add the diversity penalty of float32 `weights` `(B, N, T, S)` to
-        the losses, and return them in the compute dtype."""
+    # The end of every variant's call (this one, `LocalSelfAttention`,
+    # `LocalAttention2D`): penalty, dropout, head merge and projection.
+
+    def _add_penalty(self, weights, padding_mask):
+        """Add the diversity penalty of the float32 weights `(B, N, T, S)`
+        (padded query rows `(B, T)` left out) to the losses, if any."""
         if self.diversity_penalty > 0.0:
             self.add_loss(
                 self.diversity_penalty
                 * attention_ops.head_diversity_penalty(weights, padding_mask)
             )
-        return ops.cast(weights, self.compute_dtype)
+
+    def _drop(self, weights, training):
+        """The float32 weights (any layout) in the compute dtype, then with
+        dropout: `(weights, dropped)`."""
+        weights = ops.cast(weights, self.compute_dtype)
+        return weights, self.dropout_layer(weights, training=training)
+
+    def _merge_heads(self, context):
+        """The heads' context `(B, T, N, V)` to the output `(B, T, D)`:
+        concatenated (or averaged) and projected."""
+        if self.head_merge == "mean":
+            context = ops.mean(context, axis=2)  # (B, T, V)
+        return self.output_dense(context)  # (B, T, D)
 
     def _fused_core(self, return_attention_scores, training, value):
         """Whether `keras.ops.dot_product_attention` may compute the core:
@@ -323,6 +360,9 @@ class MultiHeadAttention(keras.layers.Layer):
         training=None,
         cache=None,
         cache_update_index=None,
+        query_mask=None,
+        value_mask=None,
+        key_mask=None,
     ):
         if value is None:
             if cache is None or cache_update_index is not None:
@@ -344,10 +384,24 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         if cache is not None:
             self._check_cache(cache, cache_update_index, query.shape[1])
-        if padding_mask is None:
-            padding_mask = attention_ops.implicit_mask(query)
-        if key_padding_mask is None and cache is None:
-            key_padding_mask = attention_ops.implicit_mask(value)
+        if query_mask is None:
+            query_mask = attention_ops.implicit_mask(query)
+        padding_mask = attention_ops.merge_checked_masks(
+            {"padding_mask": padding_mask, "query_mask": query_mask},
+            query.shape[:2], "(batch, query_len)",
+        )
+        if cache is None:  # with a cache the keys are the cache's
+            if value_mask is None:
+                value_mask = attention_ops.implicit_mask(value)
+            if key is not None and key_mask is None:
+                key_mask = attention_ops.implicit_mask(key)
+        key_padding_mask = attention_ops.merge_checked_masks(
+            {"key_padding_mask": key_padding_mask, "value_mask": value_mask,
+             "key_mask": key_mask},
+            (query.shape[0],
+             (value if cache is None else cache[0]).shape[1]),
+            "(batch, key_len)",
+        )
 
         projected_query = self.query_dense(query)  # (B, T, N, H)
         if cache is not None and cache_update_index is None:
@@ -386,14 +440,12 @@ class MultiHeadAttention(keras.layers.Layer):
                 use_causal_mask,
             )  # (B, N, T, S)
             weights = attention_ops.masked_softmax(scores, mask)
-            weights = self._penalize(weights, padding_mask)
-            dropped = self.dropout_layer(weights, training=training)
+            self._add_penalty(weights, padding_mask)
+            weights, dropped = self._drop(weights, training)
             context = self._attend(
                 dropped, projected_value, cache_update_index, use_causal_mask
             )  # (B, T, N, V)
-        if self.head_merge == "mean":
-            context = ops.mean(context, axis=2)  # (B, T, V)
-        output = self.output_dense(context)  # (B, T, D)
+        output = self._merge_heads(context)  # (B, T, D)
 
         results = (output,)
         if return_attention_scores:

@@ -12,8 +12,10 @@ from keras_attention.layers.dot_attention import DotAttention
 class ScaledDotAttention(DotAttention):
     """Attention with the score `e(q, k) = q . k / sqrt(d_k)`.
 
-    Query and key must have the same feature size `d_k`. See `ScoreAttention`
-    for the call arguments, masks and returns.
+    Query and key must have the same feature size `d_k`. It computes what
+    `keras.layers.Attention(use_scale=True)` computes with its learned scale
+    fixed at `1 / sqrt(d_k)`, and takes Keras's call form too. See
+    `ScoreAttention` for the call arguments, masks and returns.
 
     Args:
         dropout: float in [0, 1), dropout rate on the attention weights.

@@ -23,6 +23,7 @@ from keras_attention.ops.masking import build_attention_mask
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import check_mask_shape
 from keras_attention.ops.masking import implicit_mask
+from keras_attention.ops.masking import merge_checked_masks
 from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import resolve_attention_mask
 from keras_attention.ops.positions import sinusoid_table
@@ -48,6 +49,7 @@ __all__ = [
     "memory_blocks_2d",
     "merge_blocks",
     "merge_blocks_2d",
+    "merge_checked_masks",
     "merge_masks",
     "resolve_attention_mask",
     "neighbour_blocks",

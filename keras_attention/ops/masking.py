@@ -95,6 +95,28 @@ def merge_masks(*masks):
     return merged
 
 
+def merge_checked_masks(masks, expected_shape, expected_text):
+    """Check each mask of `masks` (a dict name -> mask or `None`) against
+    `expected_shape`, naming it in the error, and return their logical AND
+    (`None` when none is given).
+
+    This is how a layer accepts one mask under several names, e.g. our
+    `padding_mask` and Keras's `query_mask`: every one given applies.
+
+    >>> import numpy as np
+    >>> mask = merge_checked_masks(
+    ...     {"padding_mask": np.array([[True, True, False]]),
+    ...      "query_mask": np.array([[False, True, True]])},
+    ...     (1, 3), "(batch, query_len)")
+    >>> np.asarray(mask).tolist()
+    [[False, True, False]]
+    """
+    return merge_masks(*(
+        check_mask_shape(name, mask, expected_shape, expected_text)
+        for name, mask in masks.items()
+    ))
+
+
 def build_attention_mask(
     query_length,
     key_length,

@@ -1,0 +1,194 @@
+"""benchmarks/summary.py renders each benchmark's JSON file as a section of
+RESULTS.md, and leaves out smoke runs (`NAME_quick.json`).
+
+Also the helpers that the benchmark scripts' tests share: load a script
+as a module, run one into a temporary results folder and read the record
+it writes, check the machine record and a timing record.
+"""
+
+import importlib.util
+import json
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+MACHINE = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "cores": 2,
+           "python": "3.11.7", "keras": "3.15.1", "backend": "tensorflow",
+           "device": "cpu", "tensorflow": "2.20.0"}
+
+
+def load_script(name, monkeypatch):
+    """`benchmarks/NAME.py` as a module; its `import harness` finds
+    `benchmarks/harness.py` until the test ends."""
+    modules = {}
+    for module_name in ("harness", name):
+        spec = importlib.util.spec_from_file_location(
+            module_name, BENCHMARKS / f"{module_name}.py")
+        module = importlib.util.module_from_spec(spec)
+        monkeypatch.setitem(sys.modules, module_name, module)
+        spec.loader.exec_module(module)
+        modules[module_name] = module
+    return modules[name]
+
+
+def _committed_results():
+    return {path.name: path.stat().st_mtime_ns
+            for path in (BENCHMARKS / "results").glob("*")}
+
+
+def run_benchmark(script, results_dir, *arguments, timeout):
+    """Run `benchmarks/SCRIPT` with `arguments` and `--results-dir
+    results_dir`; returns its stdout and the one JSON record it wrote
+    there. benchmarks/results/ must stay as it was."""
+    before = _committed_results()
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), *arguments,
+         "--results-dir", str(results_dir)],
+        capture_output=True, text=True, timeout=timeout,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert _committed_results() == before
+    files = sorted(Path(results_dir).glob("*.json"))
+    assert len(files) == 1, files
+    record = json.loads(files[0].read_text())
+    assert record["benchmark"] == files[0].stem
+    assert record["command"].startswith(script + " ")
+    machine = record["machine"]
+    for key in ("cpu", "python", "keras", "backend", "device"):
+        assert isinstance(machine[key], str) and machine[key], key
+    assert machine["cores"] >= 1
+    assert machine["tensorflow"]  # these scripts run on TensorFlow
+    return result.stdout, record
+
+
+def check_timing(timing, runs):
+    """A harness timing record of `runs` runs: finite, positive,
+    ordered quartiles."""
+    assert timing["runs"] == runs
+    assert math.isfinite(timing["median_ms"]) and timing["median_ms"] > 0
+    assert 0 < timing["q1_ms"] <= timing["median_ms"] <= timing["q3_ms"]
+
+
+def _summary(monkeypatch):
+    return load_script("summary", monkeypatch)
+
+
+def _record(name, rows, **extra):
+    return {"benchmark": name, "when": "2026-11-23T00:00:00+00:00",
+            "command": f"{name}.py", "machine": MACHINE, "rows": rows,
+            **extra}
+
+
+def _timing(median, q1, q3, runs=5):
+    return {"median_ms": median, "q1_ms": q1, "q3_ms": q3, "runs": runs}
+
+
+def test_render_timing_pair(monkeypatch):
+    record = _record("attention_signature_rnn", [{
+        "name": "RNNTranslator, 64 sentences, 67 positions",
+        "ours": "reuse", "reference": "second pass",
+        "ours_ms": _timing(87.4, 62.0, 95.0, runs=7),
+        "reference_ms": _timing(142.8, 124.0, 161.0, runs=7),
+        "speedup": 142.8 / 87.4, "attention_gap": 0.0}])
+    lines = _summary(monkeypatch).render(record)
+    assert lines[0] == ("## attention_signature_rnn "
+                        "(`results/attention_signature_rnn.json`)")
+    assert "Median (IQR) of 7 interleaved runs." in lines
+    assert lines[-2] == (
+        "| RNNTranslator, 64 sentences, 67 positions (reuse vs second pass) "
+        "| 87.40 (62.00–95.00) | 142.80 (124.00–161.00) | 1.63× |")
+
+
+def test_render_scaling(monkeypatch):
+    def row(variant, layer, median, time_ratio, tensor, memory_ratio):
+        return {"section": "relative", "size": "T=2048", "length": 2048,
+                "variant": variant, "layer": layer,
+                "time": _timing(median, median - 5, median + 5),
+                "time_ratio": time_ratio, "gflop": 48.32,
+                "gflop_per_s": 48.32 / median * 1e3, "tensor": tensor,
+                "memory_ratio": memory_ratio,
+                "rss": {"median_mib": 600.0, "min_mib": 599.8,
+                        "max_mib": 600.3}, "memory_runs": 3}
+
+    record = _record(
+        "attention_scaling",
+        [row("mhsa", "MultiHeadSelfAttention (ref)", 280.2, 1.0,
+             {"median_mib": 422.0, "min_mib": 420.0, "max_mib": 500.0}, 1.0),
+         row("skew", "RelativeAttention skew", 390.4, 390.4 / 280.2,
+             None, None)],
+        targets=[{"name": "relative(skew)/MHSA time at T=2048",
+                  "value": 1.39, "relation": "<=", "bound": 1.5,
+                  "verdict": "met", "note": ""},
+                 {"name": "full/local time at n=512", "value": 0.95,
+                  "relation": ">=", "bound": 10, "verdict": "NOT met",
+                  "note": "the target is for n=8192"}],
+        notes=["also at T=2048: naive/skew time 2.00x"],
+        parameters={"batch": 1, "heads": 8, "dim": 512, "window": 128,
+                    "max_relative_position": None, "repeats": 5,
+                    "memory_runs": 3})
+    lines = _summary(monkeypatch).render(record)
+    assert lines[6].startswith("B=1, 8 heads, D=512; relative: causal, "
+                               "δ = T−1; local: window 128. Time: median "
+                               "(IQR) of 5 fwd+bwd runs")
+    assert ("| relative | T=2048 | MultiHeadSelfAttention (ref) "
+            "| 280.20 (275.20–285.20) | 1.00 | 48.32 | 172 | 422 (420–500) "
+            "| 1.00 | 600 |") in lines
+    assert ("| relative | T=2048 | RelativeAttention skew "
+            "| 390.40 (385.40–395.40) | 1.39 | 48.32 | 124 | n/a | n/a "
+            "| 600 |") in lines
+    assert ("- relative(skew)/MHSA time at T=2048: 1.39× (target ≤ 1.5×): "
+            "met") in lines
+    assert ("- full/local time at n=512: 0.95× (target ≥ 10×; the target "
+            "is for n=8192): NOT met") in lines
+    assert "- at T=2048: naive/skew time 2.00x" in lines
+
+
+def test_render_serving(monkeypatch):
+    rows = [{"model": "numeric", "batching": batching, "concurrency": 32,
+             "requests": requests, "requests_per_s": requests / 5.0,
+             "p50_ms": p50, "p99_ms": 2 * p50, "errors": 0}
+            for batching, requests, p50 in ((False, 6400, 23.64),
+                                            (True, 13802, 11.15))]
+    record = _record("serving_load", rows, seconds_per_cell=5.0, models=[{
+        "model": "numeric", "batching_ratio_c32": 13802 / 6400,
+        "in_process_p50_ms": 0.18, "server_p50_ms": 1.19,
+        "overhead_p50_ms": 1.01}])
+    lines = _summary(monkeypatch).render(record)
+    assert lines[6].startswith("Closed-loop clients in this process, the "
+                               "server in another, 5.0 s per cell")
+    assert "| numeric | off | 32 | 1280.0 | 23.64 | 47.28 | 0 |" in lines
+    assert "| numeric | on | 32 | 2760.4 | 11.15 | 22.30 | 0 |" in lines
+    assert ("- numeric: batching gives 2.16× the throughput at concurrency "
+            "32 (target ≥ 3×); server overhead at p50 1.01 ms (1.19 ms "
+            "served at concurrency 1 − 0.18 ms in process; target < 5 ms)"
+            ) in lines
+
+
+@pytest.mark.parametrize("name", ["local_scaling", "custom"])
+def test_other_records_keep_the_generic_table(monkeypatch, name):
+    record = _record(name, [{"name": "x", "short_ms": 411.0,
+                             "time_ratio": 8.02}])
+    lines = _summary(monkeypatch).render(record)
+    assert lines[-4:] == ["| name | short_ms | time_ratio |",
+                          "| --- | --- | --- |", "| x | 411 | 8.02 |", ""]
+
+
+def test_main_leaves_out_quick_runs(monkeypatch, tmp_path):
+    summary = _summary(monkeypatch)
+    results = tmp_path / "results"
+    results.mkdir()
+    for name in ("local_scaling", "serving_load_numeric_quick"):
+        (results / f"{name}.json").write_text(json.dumps(_record(
+            name, [{"name": "x", "time_ratio": 8.0}])))
+    monkeypatch.setattr(summary, "RESULTS", results)
+    monkeypatch.setattr(summary, "OUTPUT", tmp_path / "RESULTS.md")
+    summary.main()
+    text = (tmp_path / "RESULTS.md").read_text()
+    assert "## local_scaling (`results/local_scaling.json`)" in text
+    assert "quick" not in text
