@@ -6,8 +6,8 @@ inverse-square-root schedule, global-norm clipping) and loss (masked,
 label-smoothed cross-entropy), in the same dtype policy:
 
 - *ours*: `TransformerTranslator` of `--preset`, as `keras-attention
-  train` compiles it (`jit_compile="auto"`, which Keras turns off on CPUs
-  and under `tf.distribute`);
+  train` compiles it (`--jit-compile auto`: XLA off on CPUs, the choice
+  this benchmark measured);
 - *ours, XLA*: the same model with `jit_compile=True`;
 - *KerasHub*: `keras_hub.layers.TokenAndPositionEmbedding` and stacks of
   `keras_hub.layers.TransformerEncoder` / `TransformerDecoder` of the same

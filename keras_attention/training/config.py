@@ -15,6 +15,7 @@ from keras_attention import _validation
 # synthetic-batch test on this project's 2-core machine) and on TPUs;
 # mixed_float16 on GPUs.
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+JIT_COMPILE = ("auto", "on", "off")
 MODELS = ("transformer", "rnn")
 CORPORA = ("synthetic", "multi30k", "files")
 # Each model's presets (the model classes own their sizes; the names are
@@ -124,6 +125,10 @@ class TrainingConfig:
         "float32", "Keras dtype policy: float32, mixed_bfloat16 (for CPUs "
         "with AVX512-BF16, where it is much faster, and TPUs) or "
         "mixed_float16 (GPUs)", choices=PRECISIONS)
+    jit_compile: str = option(
+        "auto", "XLA for the training step: auto (off on CPUs, where it "
+        "measured slower; on with one GPU; off with several replicas), on "
+        "or off", choices=JIT_COMPILE)
     checkpoint_every: int = option(
         200, "steps between backups (for resuming)")
     bleu_sentences: int = option(
@@ -141,6 +146,7 @@ class TrainingConfig:
         _validation.choice("corpus", self.corpus, CORPORA)
         _validation.choice("preset", self.preset, PRESET_NAMES[self.model])
         _validation.choice("precision", self.precision, PRECISIONS)
+        _validation.choice("jit_compile", self.jit_compile, JIT_COMPILE)
         if self.cell is not None:
             _validation.choice("cell", self.cell, RNN_CELLS)
         if self.attention is not None:

@@ -13,6 +13,7 @@ import pathlib
 
 import keras
 import numpy as np
+import tensorflow as tf
 
 from keras_attention.models import TRANSLATORS
 from keras_attention.text import SubwordTokenizer
@@ -25,6 +26,7 @@ from keras_attention.training.losses import MaskedCrossentropy
 from keras_attention.training.optimizers import AllReduceClippingAdam
 from keras_attention.training.schedule import TransformerSchedule
 from keras_attention.training.strategy import describe
+from keras_attention.training.strategy import jit_compile_for
 from keras_attention.training.strategy import strategy_from_environment
 
 
@@ -98,7 +100,10 @@ def build(model):
 def compiled_model(config, tokenizer):
     """The run's model, built and compiled (call in the strategy's scope):
     Adam with the inverse-square-root schedule and warm-up, gradient
-    clipping of the global batch, label-smoothed masked cross-entropy."""
+    clipping of the global batch, label-smoothed masked cross-entropy, XLA
+    as `config.jit_compile` says for this device (`jit_compile_for`).
+    Under `mixed_float16` Keras wraps the optimizer in a
+    `LossScaleOptimizer` (the model carries the policy)."""
     model = TRANSLATORS[config.model].from_preset(
         config.preset, tokenizer.vocabulary_size, tokenizer.vocabulary_size,
         share_embeddings=True, pad_id=tokenizer.pad_id,
@@ -118,6 +123,8 @@ def compiled_model(config, tokenizer):
         loss=MaskedCrossentropy(config.label_smoothing,
                                 pad_id=tokenizer.pad_id),
         metrics=[MaskedAccuracy(pad_id=tokenizer.pad_id)],
+        jit_compile=jit_compile_for(config.jit_compile,
+                                    tf.distribute.get_strategy()),
     )
     return model
 
@@ -150,7 +157,8 @@ def setup(config):
     with strategy.scope():
         model = compiled_model(config, data.tokenizer)
     print(f"model: {config.model} ({config.preset}), "
-          f"{model.count_params():,} parameters")
+          f"{model.count_params():,} parameters, jit_compile="
+          f"{model.jit_compile}")
     return strategy, data, model
 
 
