@@ -89,6 +89,8 @@ def main():
     parser.add_argument("--precision", default=None,
                         help="load the model with this Keras dtype policy "
                              "(default: the one it was trained with)")
+    harness.add_results_arguments(
+        parser, "beam_search(_PRECISION)(_unsorted)")
     args = parser.parse_args()
 
     if args.model_dir:
@@ -136,7 +138,8 @@ def main():
     print(f"  batched is {ratio:.2f}x the per-sentence search; "
           f"{len(texts) - differing} of {len(texts)} outputs identical")
     harness.write_results(
-        "beam_search" + (f"_{args.precision}" if args.precision else "")
+        args.results_name
+        or "beam_search" + (f"_{args.precision}" if args.precision else "")
         + ("_unsorted" if args.unsorted else ""),
         [{"name": f"{model_name} beam {args.beam_size}, {corpus}",
           "ours": "batched", "reference": "per sentence (map_fn)",
@@ -144,6 +147,7 @@ def main():
           "reference_per_s": rates["per sentence"],
           "unit": "sentences/s", "speedup": ratio,
           "identical": len(texts) - differing, "sentences": len(texts)}],
+        directory=args.results_dir,
     )
     if differing:
         print(f"  {differing} outputs differ: bfloat16 rounding depends on "

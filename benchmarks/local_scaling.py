@@ -32,6 +32,7 @@ def main():
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--window", type=int, default=128)
     parser.add_argument("--repeats", type=int, default=5)
+    harness.add_results_arguments(parser, "local_scaling")
     args = parser.parse_args()
     rng = np.random.default_rng(0)
     steps = {}
@@ -49,11 +50,12 @@ def main():
               f"(IQR {t['q1_ms']:.0f}-{t['q3_ms']:.0f})")
     print(f"  time ratio {ratio:.2f} for a length ratio of "
           f"{args.lengths[1] / args.lengths[0]:.1f}")
-    harness.write_results("local_scaling", [
+    harness.write_results(args.results_name or "local_scaling", [
         {"name": f"LocalSelfAttention, D={args.dim}, window {args.window}",
          "short": args.lengths[0], "long": args.lengths[1],
          "short_ms": short, "long_ms": long, "time_ratio": ratio,
-         "length_ratio": args.lengths[1] / args.lengths[0]}])
+         "length_ratio": args.lengths[1] / args.lengths[0]}],
+        directory=args.results_dir)
 
 
 if __name__ == "__main__":

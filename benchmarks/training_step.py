@@ -11,7 +11,12 @@ label-smoothed cross-entropy), in the same dtype policy:
 - *ours, XLA*: the same model with `jit_compile=True`;
 - *KerasHub*: `keras_hub.layers.TokenAndPositionEmbedding` and stacks of
   `keras_hub.layers.TransformerEncoder` / `TransformerDecoder` of the same
-  sizes, logits from the tied embeddings (`ReversibleEmbedding`).
+  sizes, logits from the tied embeddings (`ReversibleEmbedding`);
+- *shared part*: ours without its encoder and decoder blocks (embeddings,
+  positions, output projection, loss and their optimizer updates), the
+  part of a step that attention layers cannot speed up. Its time over
+  ours is the shared fraction f, and a whole-step speed-up s over KerasHub
+  needs blocks (1 - f) / (1/s - f) times as fast as KerasHub's (Amdahl).
 
 The first `--batches` training batches of the corpus (token-count batches
 as training makes them) are each trained on once by every model as
@@ -36,6 +41,8 @@ import keras  # noqa: E402
 import keras_hub  # noqa: E402
 import numpy as np  # noqa: E402
 
+from keras_attention.models import TRANSLATORS  # noqa: E402
+from keras_attention.models import TransformerTranslator  # noqa: E402
 from keras_attention.models.transformer_translator import PRESETS  # noqa: E402
 from keras_attention.training import seq2seq  # noqa: E402
 from keras_attention.training.config import TrainingConfig  # noqa: E402
@@ -72,6 +79,23 @@ def keras_hub_translator(vocabulary, preset, dtype, pad_id):
                        logits)
 
 
+class SharedPart(TransformerTranslator):
+    """`TransformerTranslator` without encoder or decoder blocks."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder_blocks, self.decoder_blocks = [], []
+
+
+def shared_part(config, tokenizer):
+    """The run's model without its blocks, compiled as training does."""
+    TRANSLATORS["transformer"] = SharedPart
+    try:
+        return seq2seq.compiled_model(config, tokenizer)
+    finally:
+        TRANSLATORS["transformer"] = TransformerTranslator
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None,
@@ -80,6 +104,7 @@ def main():
     parser.add_argument("--precision", default="mixed_bfloat16")
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--passes", type=int, default=2)
+    harness.add_results_arguments(parser, "training_step")
     args = parser.parse_args()
     data_dir = args.data_dir or os.environ.get("MULTI30K_DIR")
     if not args.data_dir and data_dir and not os.path.isdir(data_dir):
@@ -108,6 +133,7 @@ def main():
                 loss=reference.loss,
                 metrics=[MaskedAccuracy(pad_id=tokenizer.pad_id)])
     models["KerasHub"] = hub
+    models["shared part"] = shared_part(config, tokenizer)
     for name, model in models.items():
         print(f"{name}: {model.count_params():,} weights, jit_compile="
               f"{model.jit_compile}")
@@ -139,7 +165,15 @@ def main():
                      "ours_per_s": rates[ours],
                      "reference_per_s": rates[reference],
                      "unit": "target tokens/s", "speedup": ratio})
-    harness.write_results("training_step", rows,
+    shared = rates["ours"] / rates["shared part"]
+    needed = (1 - shared) / (1 / 1.3 - shared) if shared < 1 / 1.3 else None
+    print(f"  shared part: {shared:.0%} of our step; a 1.3x step needs "
+          + (f"blocks {needed:.2f}x KerasHub's" if needed else
+             "more than infinitely fast blocks"))
+    harness.write_results(args.results_name or "training_step", rows,
+                          directory=args.results_dir,
+                          shared_fraction=shared,
+                          blocks_needed_for_1_3x=needed,
                           corpus=config.corpus, batches=args.batches,
                           passes=args.passes)
 
