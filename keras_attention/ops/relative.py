@@ -140,8 +140,9 @@ def _slice_last(tensor, start, size):
     """`tensor[..., start:start + size]`. `ops.slice`, not `[]`: on
     TensorFlow the gradient of a strided slice is ~10x slower on CPU."""
     rank = len(tensor.shape)
+    # Sizes, not -1 for "the rest": PyTorch's `ops.slice` reads no -1.
     return ops.slice(tensor, (0,) * (rank - 1) + (start,),
-                     (-1,) * (rank - 1) + (size,))
+                     tuple(ops.shape(tensor)[:-1]) + (size,))
 
 
 def _skew(logits):
