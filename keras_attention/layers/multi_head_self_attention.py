@@ -2,7 +2,6 @@
 
 import keras
 
-from keras_attention import ops as attention_ops
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 
 
@@ -68,8 +67,8 @@ class MultiHeadSelfAttention(MultiHeadAttention):
                 "Self-attention with a `cache` needs `cache_update_index`, "
                 "received: cache_update_index=None"
             )
-        if padding_mask is None:
-            padding_mask = attention_ops.implicit_mask(inputs)
+        # `MultiHeadAttention.call` adds the implicit mask of `inputs` (as
+        # the query's and, without a cache, the keys').
         return super().call(
             inputs,
             inputs,

@@ -5,6 +5,7 @@ import os
 
 import tensorflow as tf
 
+from keras_attention import _validation
 from keras_attention.training.config import JIT_COMPILE
 
 
@@ -102,11 +103,7 @@ def jit_compile_for(setting, strategy, devices=None):
         devices: the logical devices (default: TensorFlow's list); a test
             passes its own.
     """
-    if setting not in JIT_COMPILE:
-        raise ValueError(
-            f"`jit_compile` must be one of {list(JIT_COMPILE)}, received: "
-            f"jit_compile={setting!r}"
-        )
+    _validation.choice("jit_compile", setting, JIT_COMPILE)
     if setting != "auto":
         return setting == "on"
     if devices is None:
