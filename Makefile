@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+TORCH_STAMP := $(VENV)/.installed-torch
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install demo test test-jax test-serving lint bench bench-translator bench-serving bench-attention clean
+.PHONY: install demo test test-jax test-torch test-serving lint bench bench-translator bench-serving bench-attention clean
 
 install: $(STAMP)
 
@@ -21,11 +22,22 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(PY) -m pytest
 	$(MAKE) test-jax
+	$(MAKE) test-torch
 
 # The layer, op and property tests again on the JAX backend: layers/ and
 # ops/ are written with keras.ops and must not depend on TensorFlow.
 test-jax: $(STAMP)
 	KERAS_BACKEND=jax $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
+
+# And on the PyTorch backend. PyPI's torch wheel brings CUDA libraries
+# (about 5 GB installed, 40 s from a local mirror), so it is an extra of
+# its own, installed the first time this target runs.
+$(TORCH_STAMP): $(STAMP)
+	$(PY) -m pip install --quiet -e ".[dev,official,serving,torch]"
+	touch $(TORCH_STAMP)
+
+test-torch: $(TORCH_STAMP)
+	KERAS_BACKEND=torch $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
 
 # The serving tests alone; with TF_SERVING_URL and TF_SERVING_MODEL_DIR set
 # they check a real TF Serving instead of ours (see serving/README.md).

@@ -45,6 +45,8 @@ setup(
             # `make test-jax`: the layers and ops run on the JAX backend too.
             "jax[cpu]>=0.4.30",
         ],
+        # `make test-torch`: the layers and ops on the PyTorch backend.
+        "torch": ["torch>=2.5"],
         # Beam search (sequence_beam_search with the GNMT length penalty).
         "official": ["tf-models-official==2.20.0"],
         # The TF Serving-compatible REST server: aiohttp (HTTP server),

@@ -24,6 +24,7 @@ import keras
 import numpy as np
 from keras import tree
 
+from tests.backend import as_numpy
 from tests.backend import compiled_variants
 
 
@@ -163,7 +164,7 @@ def _check_fit(layer_cls, init_kwargs, inputs, call_kwargs):
     outputs = tree.flatten(layer(**symbolic, **call_kwargs))[0]
     model = keras.Model(symbolic, outputs)
     model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    before = [np.array(w) for w in layer.get_weights()]
+    before = [as_numpy(w) for w in layer.get_weights()]
     target = np.ones(tuple(outputs.shape[1:]), "float32")
     batch = len(next(iter(inputs.values())))
     target = np.broadcast_to(target, (batch,) + target.shape)

@@ -15,6 +15,9 @@ from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import TransformerDecoder
 from keras_attention.layers import TransformerEncoder
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.backend import gradient
 
 BATCH, LENGTH, DIM = 2, 7, 8
@@ -39,7 +42,7 @@ def _sequence(seed):
 
 
 def _padding(lengths):
-    return np.arange(LENGTH)[None, :] < np.array(lengths)[:, None]
+    return np.arange(LENGTH)[None, :] < as_numpy(lengths)[:, None]
 
 
 LENGTHS = st.lists(st.integers(1, LENGTH), min_size=BATCH, max_size=BATCH)
@@ -68,9 +71,9 @@ def test_padded_tokens_never_change_real_outputs(seed, lengths, name):
     padding = _padding(lengths)
     changed = np.where(padding[..., None], inputs,
                        rng.normal(size=inputs.shape) * 100).astype("float32")
-    before = np.array(_run(name, inputs, padding))
-    after = np.array(_run(name, changed, padding))
-    np.testing.assert_allclose(after[padding], before[padding], atol=1e-4)
+    before = as_numpy(_run(name, inputs, padding))
+    after = as_numpy(_run(name, changed, padding))
+    assert_allclose(after[padding], before[padding], atol=1e-4)
 
 
 @PROPERTY
@@ -81,10 +84,10 @@ def test_causal_outputs_ignore_the_future(seed, time, name):
     rng, inputs = _sequence(seed)
     changed = inputs.copy()
     changed[:, time + 1:] = rng.normal(size=changed[:, time + 1:].shape) * 10
-    before = np.array(_run(name, inputs, None, causal=True))
-    after = np.array(_run(name, changed, None, causal=True))
-    np.testing.assert_allclose(after[:, :time + 1], before[:, :time + 1],
-                               atol=1e-4)
+    before = as_numpy(_run(name, inputs, None, causal=True))
+    after = as_numpy(_run(name, changed, None, causal=True))
+    assert_allclose(after[:, :time + 1], before[:, :time + 1],
+                    atol=1e-4)
 
 
 @PROPERTY
@@ -95,7 +98,8 @@ def test_causal_gradient_receptive_field(seed, time, name):
     # A random read-out: a plain sum of a layer-normed vector is constant.
     readout = rng.normal(size=(DIM,)).astype("float32")
     (inputs_gradient,) = gradient(
-        lambda x: ops.sum(_run(name, x, None, causal=True)[:, time] * readout),
+        lambda x: ops.sum(
+            ops.multiply(_run(name, x, None, causal=True)[:, time], readout)),
         inputs)
     field = np.abs(inputs_gradient).sum(-1)  # (B, T)
     assert np.all(field[:, time + 1:] == 0.0)
@@ -110,19 +114,19 @@ def test_attention_rows_sum_to_one_over_unmasked_keys(seed, query_lengths,
                                                       key_lengths):
     rng, inputs = _sequence(seed)
     query_padding = _padding(query_lengths)
-    key_padding = np.arange(5)[None, :] < np.array(key_lengths)[:, None]
+    key_padding = np.arange(5)[None, :] < as_numpy(key_lengths)[:, None]
     extra = rng.random((BATCH, LENGTH, 5)) > 0.5
     extra[:, :, 0] = True  # keep at least one key per row
     _, scores = CROSS(inputs, SOURCE, padding_mask=query_padding,
                       key_padding_mask=key_padding, attention_mask=extra,
                       return_attention_scores=True)
-    scores = np.array(scores).transpose(0, 2, 1, 3)  # (B, T, N, S)
+    scores = as_numpy(scores).transpose(0, 2, 1, 3)  # (B, T, N, S)
     allowed = (key_padding[:, None, :] & extra)[:, :, None, :]
     allowed = np.broadcast_to(allowed, scores.shape)
     assert np.all(scores[~allowed] == 0.0)
     sums = scores.sum(-1)
-    np.testing.assert_allclose(sums[query_padding], 1.0, atol=1e-5)
-    np.testing.assert_array_equal(sums[~query_padding], 0.0)
+    assert_allclose(sums[query_padding], 1.0, atol=1e-5)
+    assert_array_equal(sums[~query_padding], 0.0)
 
 
 @PROPERTY
@@ -130,6 +134,6 @@ def test_attention_rows_sum_to_one_over_unmasked_keys(seed, query_lengths,
 def test_self_attention_is_permutation_equivariant(seed, name):
     rng, inputs = _sequence(seed)
     permutation = rng.permutation(LENGTH)
-    outputs = np.array(_run(name, inputs, None))
-    permuted = np.array(_run(name, inputs[:, permutation], None))
-    np.testing.assert_allclose(permuted, outputs[:, permutation], atol=1e-4)
+    outputs = as_numpy(_run(name, inputs, None))
+    permuted = as_numpy(_run(name, inputs[:, permutation], None))
+    assert_allclose(permuted, outputs[:, permutation], atol=1e-4)

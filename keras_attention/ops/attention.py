@@ -72,7 +72,7 @@ def scaled_dot_product_scores(query, key, scale=None):
         scale = 1.0 / math.sqrt(query.shape[-1])
     if "float16" in (ops.dtype(query), ops.dtype(key)):
         query, key = ops.cast(query, "float32"), ops.cast(key, "float32")
-    query = query * ops.cast(scale, ops.dtype(query))
+    query = ops.multiply(query, ops.cast(scale, ops.dtype(query)))
     # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
     return ops.cast(ops.einsum("btnh,bsnh->bnts", query, key), "float32")
 

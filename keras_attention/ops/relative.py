@@ -172,8 +172,9 @@ def _skew_causal(logits):
     query_len = ops.shape(logits)[2]
     heads = logits.shape[1]
     padded = ops.pad(logits, ((0, 0), (0, 0), (0, 0), (1, 0)))  # (B,N,T,T+1)
-    rows = ops.reshape(padded, (-1, heads, query_len + 1, query_len))
-    return ops.slice(rows, (0, 0, 1, 0), (-1, -1, query_len, -1))  # (B,N,T,T)
+    flat = ops.reshape(padded, (-1, heads, (query_len + 1) * query_len))
+    flat = _slice_last(flat, query_len, query_len * query_len)  # no row 0
+    return ops.reshape(flat, (-1, heads, query_len, query_len))  # (B,N,T,T)
 
 
 def relative_logits_skew(query, table, causal=False):

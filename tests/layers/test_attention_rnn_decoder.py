@@ -8,6 +8,8 @@ import pytest
 from keras_attention.layers import AdditiveAttention
 from keras_attention.layers import AttentionRNNDecoder
 from keras_attention.layers import GeneralAttention
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
 from tests.harness import run_layer_test
 
 RNG = np.random.default_rng(0)
@@ -49,9 +51,9 @@ def test_one_step_matches_a_numpy_reference():
     decoder = AttentionRNNDecoder(UNITS, attention_units=7)
     decoder(INPUTS, MEMORY, STATE, memory_mask=MEMORY_MASK)
     attention = decoder.attention_layer
-    w, u, b, v = (np.array(attention.query_kernel),
-                  np.array(attention.key_kernel), np.array(attention.bias),
-                  np.array(attention.score_kernel))
+    w, u, b, v = (as_numpy(attention.query_kernel),
+                  as_numpy(attention.key_kernel), as_numpy(attention.bias),
+                  as_numpy(attention.score_kernel))
     # e_i = v^T tanh(W s + U h_i + b)
     scores = np.tanh((STATE @ w)[:, None] + MEMORY @ u + b) @ v  # (B, S)
     scores = np.where(MEMORY_MASK, scores, -np.inf)
@@ -64,11 +66,11 @@ def test_one_step_matches_a_numpy_reference():
         INPUTS[:, 0], [STATE], MEMORY, decoder.prepare_memory(MEMORY),
         MEMORY_MASK,
     )
-    np.testing.assert_allclose(got_alpha, alpha, atol=1e-6)
-    np.testing.assert_allclose(got_context, context, atol=1e-5)
-    np.testing.assert_allclose(state, expected, atol=1e-5)
-    np.testing.assert_allclose(states[0], state)
-    assert float(np.abs(np.array(got_alpha)[1, 3:]).max()) == 0.0
+    assert_allclose(got_alpha, alpha, atol=1e-6)
+    assert_allclose(got_context, context, atol=1e-5)
+    assert_allclose(state, expected, atol=1e-5)
+    assert_allclose(states[0], state)
+    assert float(np.abs(as_numpy(got_alpha)[1, 3:]).max()) == 0.0
 
 
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
@@ -84,10 +86,10 @@ def test_steps_equal_the_whole_sequence(cell):
         output, context, alpha, state = decoder.step(
             INPUTS[:, t], state, MEMORY, keys, MEMORY_MASK
         )
-        np.testing.assert_allclose(output, states[:, t], atol=1e-5)
-        np.testing.assert_allclose(context, contexts[:, t], atol=1e-5)
-        np.testing.assert_allclose(alpha, weights[:, t], atol=1e-6)
-    np.testing.assert_allclose(np.array(weights).sum(-1), 1.0, atol=1e-5)
+        assert_allclose(output, states[:, t], atol=1e-5)
+        assert_allclose(context, contexts[:, t], atol=1e-5)
+        assert_allclose(alpha, weights[:, t], atol=1e-6)
+    assert_allclose(as_numpy(weights).sum(-1), 1.0, atol=1e-5)
 
 
 def test_masked_memory_is_never_read():
@@ -97,7 +99,7 @@ def test_masked_memory_is_never_read():
     changed[1, 3:] = 100.0  # only masked positions change
     again = decoder(INPUTS, changed, STATE, memory_mask=MEMORY_MASK)
     for a, b in zip(outputs, again):
-        np.testing.assert_allclose(a, b, atol=1e-6)
+        assert_allclose(a, b, atol=1e-6)
 
 
 def test_a_score_layer_or_its_config_plugs_in():
@@ -111,7 +113,7 @@ def test_a_score_layer_or_its_config_plugs_in():
     clone(INPUTS, MEMORY, STATE)
     clone.set_weights(decoder.get_weights())
     for a, b in zip(first, clone(INPUTS, MEMORY, STATE)):
-        np.testing.assert_allclose(a, b, atol=1e-6)
+        assert_allclose(a, b, atol=1e-6)
     from_dict = AttentionRNNDecoder(
         UNITS, attention=keras.saving.serialize_keras_object(
             AdditiveAttention(4)))

@@ -6,6 +6,8 @@ import pytest
 
 from keras_attention.layers import LocalAttention2D
 from keras_attention.layers import MultiHeadSelfAttention
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
 from tests.backend import tensorflow_only
 from tests.harness import run_layer_test
 
@@ -89,25 +91,25 @@ def test_equals_dense_attention_with_the_mask(height, width, query_block,
     want = full(image.reshape(BATCH, pixels, CHANNELS),
                 padding_mask=padding.reshape(BATCH, pixels),
                 attention_mask=np.broadcast_to(mask, (BATCH, pixels, pixels)))
-    np.testing.assert_allclose(
-        np.array(output).reshape(BATCH, pixels, -1), want, atol=1e-5)
+    assert_allclose(
+        as_numpy(output).reshape(BATCH, pixels, -1), want, atol=1e-5)
 
 
 def test_masked_pixel_sees_no_later_pixel():
     """Changing a pixel changes no output at or before it in order."""
     local, _ = _pair(query_block=(2, 3), memory_flange=(1, 2))
     image = _image(4, 6)
-    before = np.array(local(image))
+    before = as_numpy(local(image))
     changed = image.copy()
     changed[:, 2, 1] += 5.0
-    after = np.array(local(changed))
+    after = as_numpy(local(changed))
     for row in range(4):
         for column in range(6):
             earlier = generation_order(row, column, (2, 3)) < (
                 generation_order(2, 1, (2, 3)))
             if earlier:
-                np.testing.assert_allclose(after[:, row, column],
-                                           before[:, row, column], atol=1e-6)
+                assert_allclose(after[:, row, column],
+                                before[:, row, column], atol=1e-6)
     assert not np.allclose(after[:, 2, 1], before[:, 2, 1])
 
 
@@ -115,7 +117,7 @@ def test_blocked_weights_shape_and_sums():
     local, _ = _pair(query_block=(2, 4), memory_flange=(1, 2))
     _, weights = local(_image(6, 8), return_attention_scores=True)
     assert tuple(weights.shape) == (BATCH, 2, 6, 8, 3 * 8)
-    np.testing.assert_allclose(np.sum(weights, -1), 1.0, atol=1e-5)
+    assert_allclose(np.sum(as_numpy(weights), -1), 1.0, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -178,4 +180,4 @@ def test_unknown_batch_and_size_in_tf_function(masked):
         tf.TensorSpec((None, None, None, CHANNELS))])
     for size in ((2, 3), (5, 7)):
         image = _image(*size)
-        np.testing.assert_allclose(run(image), local(image), atol=1e-5)
+        assert_allclose(run(image), local(image), atol=1e-5)

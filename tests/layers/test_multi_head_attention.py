@@ -6,6 +6,9 @@ import pytest
 
 from keras_attention.layers import MultiHeadAttention
 from keras_attention.layers import MultiHeadSelfAttention
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.harness import assert_all_close
 from tests.harness import run_layer_test
 
@@ -89,12 +92,12 @@ def test_self_attention_equals_keras(causal):
         return_attention_scores=True,
     )
     real = TARGET_PADDING  # Keras attends from padded rows; we zero them.
-    np.testing.assert_allclose(
-        np.array(ours)[real], np.array(theirs)[real], atol=1e-5
+    assert_allclose(
+        as_numpy(ours)[real], as_numpy(theirs)[real], atol=1e-5
     )
-    np.testing.assert_allclose(
-        np.array(our_scores).transpose(0, 2, 1, 3)[real],
-        np.array(their_scores).transpose(0, 2, 1, 3)[real],
+    assert_allclose(
+        as_numpy(our_scores).transpose(0, 2, 1, 3)[real],
+        as_numpy(their_scores).transpose(0, 2, 1, 3)[real],
         atol=1e-6,
     )
 
@@ -104,9 +107,9 @@ def test_self_attention_implicit_mask_equals_keras_implicit_mask():
     layer(TARGET)
     twin = keras_twin(layer, TARGET, TARGET, num_heads=2, key_dim=4)
     masked = keras.layers.Masking()(TARGET * TARGET_PADDING[..., None])
-    ours = np.array(layer(masked))
-    theirs = np.array(twin(masked, masked))
-    np.testing.assert_allclose(
+    ours = as_numpy(layer(masked))
+    theirs = as_numpy(twin(masked, masked))
+    assert_allclose(
         ours[TARGET_PADDING], theirs[TARGET_PADDING], atol=1e-5
     )
 
@@ -145,8 +148,8 @@ def test_mean_merge_equals_numpy_reference():
     weights = np.exp(logits - logits.max(-1, keepdims=True))
     weights /= weights.sum(-1, keepdims=True)
     context = np.einsum("bnts,bsnh->btnh", weights, value).mean(2)
-    np.testing.assert_allclose(scores, weights, atol=1e-6)
-    np.testing.assert_allclose(output, context @ wo + bo, atol=1e-5)
+    assert_allclose(scores, weights, atol=1e-6)
+    assert_allclose(output, context @ wo + bo, atol=1e-5)
     assert wo.shape == (3, DIM)
 
 
@@ -156,11 +159,11 @@ def test_diversity_penalty_is_added_to_losses():
     _, scores = layer(TARGET, padding_mask=TARGET_PADDING,
                       return_attention_scores=True)
     assert len(layer.losses) == 1
-    weights = np.array(scores).transpose(0, 2, 1, 3)  # (B, T, N, S)
+    weights = as_numpy(scores).transpose(0, 2, 1, 3)  # (B, T, N, S)
     gram = weights @ weights.transpose(0, 1, 3, 2)
     per_position = ((gram - np.eye(3)) ** 2).sum((-2, -1))
     want = 0.25 * per_position[TARGET_PADDING].mean()
-    np.testing.assert_allclose(float(layer.losses[0]), want, rtol=1e-5)
+    assert_allclose(float(layer.losses[0]), want, rtol=1e-5)
     quiet = MultiHeadSelfAttention(num_heads=3, key_dim=2)
     quiet(TARGET)
     assert quiet.losses == []
@@ -185,15 +188,15 @@ def test_fully_masked_query_rows_are_finite_zeros():
         key_padding_mask=np.zeros((BATCH, SOURCE_LEN), bool),
         return_attention_scores=True,
     )
-    np.testing.assert_array_equal(np.array(scores), 0.0)
-    bias = np.array(layer.output_dense.bias)
-    np.testing.assert_allclose(np.array(output), np.broadcast_to(
+    assert_array_equal(as_numpy(scores), 0.0)
+    bias = as_numpy(layer.output_dense.bias)
+    assert_allclose(as_numpy(output), np.broadcast_to(
         bias, output.shape))
 
 
 def test_cached_self_attention_equals_full_pass():
     layer = MultiHeadSelfAttention(num_heads=2, key_dim=4)
-    full = np.array(layer(TARGET, use_causal_mask=True))
+    full = as_numpy(layer(TARGET, use_causal_mask=True))
     zeros = np.zeros((BATCH, TARGET_LEN, 2, 4), "float32")
     cache = (zeros, zeros)
     steps = []
@@ -202,13 +205,13 @@ def test_cached_self_attention_equals_full_pass():
             TARGET[:, index:index + 1], use_causal_mask=True,
             cache=cache, cache_update_index=index,
         )
-        steps.append(np.array(step))
-    np.testing.assert_allclose(np.concatenate(steps, 1), full, atol=1e-5)
+        steps.append(as_numpy(step))
+    assert_allclose(np.concatenate(steps, 1), full, atol=1e-5)
     # Two positions at a time (a prompt, then steps) agree too.
     cache = (zeros, zeros)
     prompt, cache = layer(TARGET[:, :2], use_causal_mask=True, cache=cache,
                           cache_update_index=0)
-    np.testing.assert_allclose(prompt, full[:, :2], atol=1e-5)
+    assert_allclose(prompt, full[:, :2], atol=1e-5)
 
 
 def test_precomputed_cross_attention_cache_equals_no_cache():
@@ -267,7 +270,7 @@ def test_half_precision_scores_do_not_overflow(policy):
                        for w in layer.get_weights()])
     output, scores = layer(TARGET * 300, return_attention_scores=True)
     for tensor in (output, scores):
-        values = np.array(keras.ops.cast(tensor, "float32"))
+        values = as_numpy(keras.ops.cast(tensor, "float32"))
         assert np.all(np.isfinite(values)), policy
 
 
@@ -329,8 +332,8 @@ def test_fused_core_equals_the_weights_path(monkeypatch, self_attention):
     fused = keras.ops.convert_to_numpy(layer(**call))
     assert layer._fused_core(False, None, np.zeros((1, 1, 2, 4)))
     weights_path, _ = layer(**call, return_attention_scores=True)
-    np.testing.assert_allclose(fused, keras.ops.convert_to_numpy(weights_path),
-                               atol=1e-5)
+    assert_allclose(fused, keras.ops.convert_to_numpy(weights_path),
+                    atol=1e-5)
     assert not layer._fused_core(False, None, np.zeros((1, 1, 2, 5)))
     assert not layer._fused_core(True, None, np.zeros((1, 1, 2, 4)))
 

@@ -7,6 +7,9 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import MultiHeadAttention
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.layers.test_multi_head_attention import BATCH
 from tests.layers.test_multi_head_attention import DIM
 from tests.layers.test_multi_head_attention import RNG
@@ -38,14 +41,14 @@ def test_keras_mask_arguments_equal_keras(causal):
     theirs, their_scores = twin(TARGET, SOURCE, key, use_causal_mask=causal,
                                 return_attention_scores=True, **masks)
     real = TARGET_PADDING  # Keras attends from padded rows; we zero them.
-    np.testing.assert_allclose(np.array(ours)[real], np.array(theirs)[real],
-                               atol=1e-5)
-    np.testing.assert_allclose(
-        np.array(our_scores).transpose(0, 2, 1, 3)[real],
-        np.array(their_scores).transpose(0, 2, 1, 3)[real], atol=1e-6)
+    assert_allclose(as_numpy(ours)[real], as_numpy(theirs)[real],
+                    atol=1e-5)
+    assert_allclose(
+        as_numpy(our_scores).transpose(0, 2, 1, 3)[real],
+        as_numpy(their_scores).transpose(0, 2, 1, 3)[real], atol=1e-6)
     # The masked keys (value or key mask) get no weight.
     unseen = ~np.repeat(SOURCE_PADDING & key_mask, real.sum(1), axis=0)
-    rows = np.array(our_scores).transpose(0, 2, 1, 3)[real]  # (R, N, S)
+    rows = as_numpy(our_scores).transpose(0, 2, 1, 3)[real]  # (R, N, S)
     assert unseen.any() and np.all(rows[np.broadcast_to(
         unseen[:, None], rows.shape)] == 0.0)
 
@@ -72,13 +75,13 @@ def test_drop_in_replacement_in_a_functional_model_with_implicit_masks():
     our_embed.set_weights(their_embed.get_weights())
     our_attention.set_weights(their_attention.get_weights())
     real = target_ids != 0
-    got = np.array(ours([target_ids, source_ids]))
-    want = np.array(theirs([target_ids, source_ids]))
-    np.testing.assert_allclose(got[real], want[real], atol=1e-5)
+    got = as_numpy(ours([target_ids, source_ids]))
+    want = as_numpy(theirs([target_ids, source_ids]))
+    assert_allclose(got[real], want[real], atol=1e-5)
     # The masks were applied: source padding changes nothing.
     longer = np.concatenate([source_ids, np.zeros((BATCH, 2), "int32")], 1)
-    np.testing.assert_allclose(np.array(ours([target_ids, longer]))[real],
-                               got[real], atol=1e-5)
+    assert_allclose(as_numpy(ours([target_ids, longer]))[real],
+                    got[real], atol=1e-5)
 
 
 def test_padding_mask_and_query_mask_both_apply():
@@ -89,9 +92,9 @@ def test_padding_mask_and_query_mask_both_apply():
                     return_attention_scores=True)
     _, merged = layer(TARGET, SOURCE, padding_mask=first & second,
                       return_attention_scores=True)
-    np.testing.assert_array_equal(np.array(both), np.array(merged))
-    assert np.all(np.array(both)[:, :, 3].sum(-1)[0] == 0.0)
-    assert np.all(np.array(both)[1, :, 0] == 0.0)
+    assert_array_equal(as_numpy(both), as_numpy(merged))
+    assert np.all(as_numpy(both)[:, :, 3].sum(-1)[0] == 0.0)
+    assert np.all(as_numpy(both)[1, :, 0] == 0.0)
 
 
 @pytest.mark.parametrize("name, shape", [("query_mask", (BATCH, 3)),

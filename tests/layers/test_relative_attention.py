@@ -7,6 +7,8 @@ from keras import ops
 from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from tests import relative_reference as reference
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
 from tests.backend import gradient
 from tests.backend import jit_compiled
 from tests.harness import assert_all_close
@@ -50,7 +52,7 @@ def _steps(layer, inputs, sizes, **kwargs):
         output, cache = layer(inputs[:, start:start + size], cache=cache,
                               cache_update_index=start, use_causal_mask=True,
                               **kwargs)
-        outputs.append(np.array(output))
+        outputs.append(as_numpy(output))
         start += size
     return np.concatenate(outputs, axis=1)
 
@@ -93,10 +95,10 @@ def test_equals_numpy_reference(variant, causal, relative_logits):
                             return_attention_scores=True)
     want_output, want_weights = reference.relative_attention(
         layer, INPUTS, PADDING, causal)
-    np.testing.assert_allclose(weights, want_weights, atol=1e-5)
+    assert_allclose(weights, want_weights, atol=1e-5)
     real = PADDING
-    np.testing.assert_allclose(np.array(output)[real], want_output[real],
-                               atol=1e-5)
+    assert_allclose(as_numpy(output)[real], want_output[real],
+                    atol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -106,7 +108,7 @@ def test_large_distance_equals_unclipped_attention(distance, causal):
     output = layer(INPUTS, use_causal_mask=causal)
     want, _ = reference.relative_attention(layer, INPUTS, causal=causal,
                                            clip=False)
-    np.testing.assert_allclose(output, want, atol=1e-5)
+    assert_allclose(output, want, atol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -133,19 +135,19 @@ def test_zero_tables_equal_multi_head_self_attention(variant, causal):
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_cached_decoding_equals_full_pass(variant):
     layer = _layer(**VARIANTS[variant])
-    full = np.array(layer(INPUTS, use_causal_mask=True))
-    np.testing.assert_allclose(_steps(layer, INPUTS, [1] * LENGTH), full,
-                               atol=1e-5)
+    full = as_numpy(layer(INPUTS, use_causal_mask=True))
+    assert_allclose(_steps(layer, INPUTS, [1] * LENGTH), full,
+                    atol=1e-5)
     # A prompt of two, then steps; a whole-cache prompt (gather, offset 0).
-    np.testing.assert_allclose(_steps(layer, INPUTS, [2, 1, 2]), full,
-                               atol=1e-5)
-    np.testing.assert_allclose(_steps(layer, INPUTS, [LENGTH]), full,
-                               atol=1e-5)
+    assert_allclose(_steps(layer, INPUTS, [2, 1, 2]), full,
+                    atol=1e-5)
+    assert_allclose(_steps(layer, INPUTS, [LENGTH]), full,
+                    atol=1e-5)
 
 
 def test_cached_decoding_under_xla():
     layer = _layer(relative_values=True, per_head_tables=True)
-    full = np.array(layer(INPUTS, use_causal_mask=True))
+    full = as_numpy(layer(INPUTS, use_causal_mask=True))
 
     @jit_compiled
     def step(token, cache, index):
@@ -157,8 +159,8 @@ def test_cached_decoding_under_xla():
     for index in range(LENGTH):
         output, cache = step(INPUTS[:, index:index + 1], cache,
                              ops.convert_to_tensor(index))
-        outputs.append(np.array(output))
-    np.testing.assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
+        outputs.append(as_numpy(output))
+    assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -166,11 +168,11 @@ def test_padded_tokens_never_change_real_outputs(causal):
     layer = _layer(relative_values=True)
     changed = np.where(PADDING[..., None], INPUTS,
                        RNG.normal(size=INPUTS.shape) * 100).astype("float32")
-    before = np.array(layer(INPUTS, padding_mask=PADDING,
+    before = as_numpy(layer(INPUTS, padding_mask=PADDING,
                             use_causal_mask=causal))
-    after = np.array(layer(changed, padding_mask=PADDING,
+    after = as_numpy(layer(changed, padding_mask=PADDING,
                            use_causal_mask=causal))
-    np.testing.assert_allclose(after[PADDING], before[PADDING], atol=1e-4)
+    assert_allclose(after[PADDING], before[PADDING], atol=1e-4)
 
 
 @pytest.mark.parametrize("relative_logits", ["skew", "gather"])
@@ -189,8 +191,8 @@ def test_relative_positions_break_permutation_equivariance():
     """Unlike plain self-attention, the output depends on token order."""
     layer = _layer()
     permutation = np.array([4, 0, 3, 1, 2])
-    outputs = np.array(layer(INPUTS))
-    permuted = np.array(layer(INPUTS[:, permutation]))
+    outputs = as_numpy(layer(INPUTS))
+    permuted = as_numpy(layer(INPUTS[:, permutation]))
     assert not np.allclose(permuted, outputs[:, permutation], atol=1e-3)
 
 

@@ -9,6 +9,9 @@ from keras_attention.layers import DotAttention
 from keras_attention.layers import GeneralAttention
 from keras_attention.layers import ScaledDotAttention
 from keras_attention.layers import ScoreAttention
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.harness import run_layer_test
 
 RNG = np.random.default_rng(0)
@@ -34,13 +37,13 @@ def numpy_attention(scores, value, mask):
 def reference_scores(layer, query, key):
     if isinstance(layer, AdditiveAttention):
         hidden = (
-            (query @ np.array(layer.query_kernel))[:, :, None]
-            + (key @ np.array(layer.key_kernel))[:, None]
-            + np.array(layer.bias)
+            (query @ as_numpy(layer.query_kernel))[:, :, None]
+            + (key @ as_numpy(layer.key_kernel))[:, None]
+            + as_numpy(layer.bias)
         )
-        return np.tanh(hidden) @ np.array(layer.score_kernel)
+        return np.tanh(hidden) @ as_numpy(layer.score_kernel)
     if isinstance(layer, GeneralAttention):
-        return query @ np.array(layer.kernel) @ key.transpose(0, 2, 1)
+        return query @ as_numpy(layer.kernel) @ key.transpose(0, 2, 1)
     scores = query @ key.transpose(0, 2, 1)
     if isinstance(layer, ScaledDotAttention):
         scores = scores / np.sqrt(query.shape[-1])
@@ -95,8 +98,8 @@ def test_equals_numpy_reference(layer_cls, kwargs, causal):
     want_context, want_weights = numpy_attention(
         reference_scores(layer, query, KEY), VALUE, mask
     )
-    np.testing.assert_allclose(weights, want_weights, atol=1e-5)
-    np.testing.assert_allclose(context, want_context, atol=1e-5)
+    assert_allclose(weights, want_weights, atol=1e-5)
+    assert_allclose(context, want_context, atol=1e-5)
 
 
 @pytest.mark.parametrize("layer_cls, kwargs", LAYERS, ids=IDS)
@@ -114,8 +117,8 @@ def test_vector_query_equals_length_one_sequence(layer_cls, kwargs):
         VALUE,
         KEY_PADDING[:, None, :],
     )
-    np.testing.assert_allclose(context, want_context[:, 0], atol=1e-5)
-    np.testing.assert_allclose(weights, want_weights[:, 0], atol=1e-5)
+    assert_allclose(context, want_context[:, 0], atol=1e-5)
+    assert_allclose(weights, want_weights[:, 0], atol=1e-5)
 
 
 def test_additive_attention_with_different_query_size():
@@ -124,15 +127,15 @@ def test_additive_attention_with_different_query_size():
     state = RNG.normal(size=(BATCH, 9)).astype("float32")
     context, weights = layer(state, VALUE, return_attention_scores=True)
     hidden = (
-        (state @ np.array(layer.query_kernel))[:, None]
-        + VALUE @ np.array(layer.key_kernel)
+        (state @ as_numpy(layer.query_kernel))[:, None]
+        + VALUE @ as_numpy(layer.key_kernel)
     )
-    scores = np.tanh(hidden) @ np.array(layer.score_kernel)
+    scores = np.tanh(hidden) @ as_numpy(layer.score_kernel)
     want_context, want_weights = numpy_attention(
         scores[:, None], VALUE, np.ones((BATCH, 1, KEY_LEN), bool)
     )
-    np.testing.assert_allclose(weights, want_weights[:, 0], atol=1e-5)
-    np.testing.assert_allclose(context, want_context[:, 0], atol=1e-5)
+    assert_allclose(weights, want_weights[:, 0], atol=1e-5)
+    assert_allclose(context, want_context[:, 0], atol=1e-5)
     assert layer.bias is None
 
 
@@ -143,8 +146,8 @@ def test_fully_masked_rows_are_zero_not_nan():
         key_padding_mask=np.zeros((BATCH, KEY_LEN), bool),
         return_attention_scores=True,
     )
-    np.testing.assert_array_equal(np.array(weights), 0.0)
-    np.testing.assert_array_equal(np.array(context), 0.0)
+    assert_array_equal(as_numpy(weights), 0.0)
+    assert_array_equal(as_numpy(context), 0.0)
 
 
 def test_attention_mask_and_padding_mask_combine():
@@ -157,10 +160,10 @@ def test_attention_mask_and_padding_mask_combine():
         return_attention_scores=True,
     )
     allowed = attention_mask & KEY_PADDING[:, None] & QUERY_PADDING[..., None]
-    weights = np.array(weights)
+    weights = as_numpy(weights)
     assert np.all(weights[~allowed] == 0.0)
     rows = allowed.any(-1)
-    np.testing.assert_allclose(weights.sum(-1)[rows], 1.0, atol=1e-6)
+    assert_allclose(weights.sum(-1)[rows], 1.0, atol=1e-6)
 
 
 def test_base_class_needs_a_score():
@@ -209,7 +212,7 @@ def test_half_precision_scores_do_not_overflow(layer_cls, kwargs):
     big = np.full((1, 2, 64), 40.0, "float32")  # q.k = 102400 > 65504
     context, weights = layer(big, big, return_attention_scores=True)
     for tensor in (context, weights):
-        assert np.all(np.isfinite(np.array(tensor, "float32")))
+        assert np.all(np.isfinite(as_numpy(tensor).astype("float32")))
 
 
 def test_later_calls_check_feature_sizes():
@@ -231,8 +234,8 @@ def test_prepared_keys_give_the_same_attention(layer_cls, kwargs):
     again, again_weights = layer(QUERY, VALUE, prepared_key=prepared,
                                  key_padding_mask=KEY_PADDING,
                                  return_attention_scores=True)
-    np.testing.assert_allclose(again, context, atol=1e-6)
-    np.testing.assert_allclose(again_weights, weights, atol=1e-6)
+    assert_allclose(again, context, atol=1e-6)
+    assert_allclose(again_weights, weights, atol=1e-6)
     vector, vector_weights = layer(QUERY[:, 0], VALUE, prepared_key=prepared,
                                    return_attention_scores=True)
     assert vector.shape == (BATCH, DIM) and vector_weights.shape == (

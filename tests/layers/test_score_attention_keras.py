@@ -13,6 +13,9 @@ from keras_attention.layers import AdditiveAttention
 from keras_attention.layers import DotAttention
 from keras_attention.layers import GeneralAttention
 from keras_attention.layers import ScaledDotAttention
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.backend import compiled_variants
 from tests.harness import assert_all_close
 from tests.layers.test_score_attention import BATCH
@@ -35,7 +38,7 @@ def masked_by_keras(array, mask):
     masked = keras.layers.Masking(mask_value=0.0)(
         array * mask[..., None].astype("float32")
     )
-    np.testing.assert_array_equal(
+    assert_array_equal(
         keras.ops.convert_to_numpy(masked._keras_mask), mask
     )
     return masked
@@ -92,7 +95,7 @@ def test_implicit_masks_apply_in_both_forms(layer_cls, kwargs):
     explicit = layer(query, value, padding_mask=QUERY_PADDING,
                      key_padding_mask=KEY_PADDING)
     unmasked = layer(query, value)
-    assert not np.allclose(unmasked, explicit)  # the masks matter here
+    assert not np.allclose(as_numpy(unmasked), as_numpy(explicit))  # the masks matter
     masked_query = masked_by_keras(QUERY, QUERY_PADDING)
     masked_value = masked_by_keras(VALUE, KEY_PADDING)
     every_key = np.ones((BATCH, QUERY_LEN, KEY_LEN), bool)
@@ -105,7 +108,7 @@ def test_implicit_masks_apply_in_both_forms(layer_cls, kwargs):
         ("ours, key", layer(masked_query, masked_value, value)),
     ]:
         assert_all_close(output, explicit, what=what)
-        np.testing.assert_array_equal(
+        assert_array_equal(
             keras.ops.convert_to_numpy(output._keras_mask), QUERY_PADDING,
             err_msg=what,
         )
@@ -237,13 +240,13 @@ def test_parity_with_keras_attention(scaled, causal, form):
         got, weights = ours(query, VALUE, KEY, padding_mask=QUERY_PADDING,
                             key_padding_mask=KEY_PADDING, **flags)
     # Outputs: equal everywhere (Keras zeroes masked query rows, as we do).
-    np.testing.assert_allclose(got, want, atol=1e-5)
+    assert_allclose(got, want, atol=1e-5)
     # Weights: equal on the real query rows; Keras gives padded rows a
     # softmax, we give them zeros.
-    weights, want_weights = np.array(weights), np.array(want_weights)
-    np.testing.assert_allclose(weights[QUERY_PADDING],
-                               want_weights[QUERY_PADDING], atol=1e-6)
-    np.testing.assert_array_equal(weights[~QUERY_PADDING], 0.0)
+    weights, want_weights = as_numpy(weights), as_numpy(want_weights)
+    assert_allclose(weights[QUERY_PADDING],
+                    want_weights[QUERY_PADDING], atol=1e-6)
+    assert_array_equal(weights[~QUERY_PADDING], 0.0)
     assert np.all(want_weights[~QUERY_PADDING].sum(-1) > 0.99)
 
 
@@ -285,14 +288,14 @@ def test_drop_in_for_keras_layers_in_a_model(keras_cls, ours_cls,
     source_mask = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 0, 0]], bool)
     other_source = np.where(source_mask, source, 11)  # changed where masked
     theirs, ours = build(keras_cls), build(ours_cls)
-    got = np.array(ours([target, source, source_mask]))
-    np.testing.assert_allclose(
+    got = as_numpy(ours([target, source, source_mask]))
+    assert_allclose(
         ours([target, other_source, source_mask]), got, atol=1e-6
     )
     if same_numbers:
         ours.set_weights(theirs.get_weights())  # the embedding and dense
-        got = np.array(ours([target, source, source_mask]))
-        np.testing.assert_allclose(
+        got = as_numpy(ours([target, source, source_mask]))
+        assert_allclose(
             got, theirs([target, source, source_mask]), atol=1e-5
         )
     assert got.shape == (2, 3) and np.all(np.isfinite(got))
@@ -310,22 +313,22 @@ def test_documented_differences_from_keras_attention():
     ours, weights = DotAttention()(
         [QUERY, VALUE], mask=[None, no_key], return_attention_scores=True
     )
-    np.testing.assert_allclose(np.array(their_weights)[1], 1.0 / KEY_LEN,
-                               atol=1e-6)
-    np.testing.assert_allclose(
-        np.array(theirs)[1], np.broadcast_to(VALUE[1].mean(0), (3, DIM)),
+    assert_allclose(as_numpy(their_weights)[1], 1.0 / KEY_LEN,
+                    atol=1e-6)
+    assert_allclose(
+        as_numpy(theirs)[1], np.broadcast_to(VALUE[1].mean(0), (3, DIM)),
         atol=1e-5,
     )
-    np.testing.assert_array_equal(np.array(weights)[1], 0.0)
-    np.testing.assert_array_equal(np.array(ours)[1], 0.0)
-    np.testing.assert_allclose(ours[0], theirs[0], atol=1e-5)
+    assert_array_equal(as_numpy(weights)[1], 0.0)
+    assert_array_equal(as_numpy(ours)[1], 0.0)
+    assert_allclose(ours[0], theirs[0], atol=1e-5)
 
 
 def test_output_mask_is_the_query_mask():
     layer = DotAttention()
     context, weights = layer([QUERY, VALUE], mask=[QUERY_PADDING, KEY_PADDING],
                              return_attention_scores=True)
-    np.testing.assert_array_equal(
+    assert_array_equal(
         keras.ops.convert_to_numpy(context._keras_mask), QUERY_PADDING
     )
     assert getattr(weights, "_keras_mask", None) is None

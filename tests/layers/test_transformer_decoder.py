@@ -10,6 +10,9 @@ from keras_attention.layers import MultiHeadAttention
 from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import TransformerDecoder
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.backend import jit_compiled
 from tests.harness import copy_weights_by_path
 from tests.harness import run_layer_test
@@ -77,10 +80,10 @@ def test_equals_keras_hub_decoder(normalize_first, cross):
     if cross:
         masks["encoder_padding_mask"] = SOURCE_PADDING
         sources = (SOURCE,)
-    got = np.array(ours(TARGET, *sources, **masks))
-    want = np.array(hub(TARGET, *sources, **masks))
+    got = as_numpy(ours(TARGET, *sources, **masks))
+    want = as_numpy(hub(TARGET, *sources, **masks))
     real = TARGET_PADDING
-    np.testing.assert_allclose(got[real], want[real], atol=1e-4)
+    assert_allclose(got[real], want[real], atol=1e-4)
 
 
 def test_cross_attention_scores_respect_the_source_padding():
@@ -88,13 +91,13 @@ def test_cross_attention_scores_respect_the_source_padding():
     _, scores = decoder(TARGET, SOURCE, encoder_padding_mask=SOURCE_PADDING,
                         decoder_padding_mask=TARGET_PADDING,
                         return_attention_scores=True)
-    scores = np.array(scores)  # (B, N, T, S)
+    scores = as_numpy(scores)  # (B, N, T, S)
     assert scores.shape == (BATCH, 2, TARGET_LEN, SOURCE_LEN)
     assert np.all(scores.transpose(0, 2, 1, 3)[~SOURCE_PADDING[:, None, None]
                   .repeat(TARGET_LEN, 1).repeat(2, 2)] == 0)
     rows = scores.sum(-1).transpose(0, 2, 1)  # (B, T, N)
-    np.testing.assert_allclose(rows[TARGET_PADDING], 1.0, atol=1e-6)
-    np.testing.assert_array_equal(rows[~TARGET_PADDING], 0.0)
+    assert_allclose(rows[TARGET_PADDING], 1.0, atol=1e-6)
+    assert_array_equal(rows[~TARGET_PADDING], 0.0)
 
 
 @pytest.mark.parametrize("cross", [True, False], ids=["cross", "self_only"])
@@ -117,18 +120,18 @@ def test_cached_decoding_equals_full_pass(cross, normalize_first):
         )
         cache = step[-1]
         steps.append(step[:-1])
-    outputs = np.concatenate([np.array(s[0]) for s in steps], axis=1)
+    outputs = np.concatenate([as_numpy(s[0]) for s in steps], axis=1)
     want = full[0] if cross else full
-    np.testing.assert_allclose(outputs, want, atol=1e-5)
+    assert_allclose(outputs, want, atol=1e-5)
     if cross:
-        scores = np.concatenate([np.array(s[1]) for s in steps], axis=2)
-        np.testing.assert_allclose(scores, full[1], atol=1e-6)
+        scores = np.concatenate([as_numpy(s[1]) for s in steps], axis=2)
+        assert_allclose(scores, full[1], atol=1e-6)
 
 
 def test_cached_decoding_under_xla():
     """The step function of a decoding loop compiles and matches eager."""
     decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
-    full = np.array(decoder(TARGET, SOURCE))
+    full = as_numpy(decoder(TARGET, SOURCE))
     cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
 
     @jit_compiled
@@ -139,8 +142,8 @@ def test_cached_decoding_under_xla():
     for index in range(TARGET_LEN):
         output, cache = step(TARGET[:, index:index + 1], cache,
                              keras.ops.convert_to_tensor(index))
-        outputs.append(np.array(output))
-    np.testing.assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
+        outputs.append(as_numpy(output))
+    assert_allclose(np.concatenate(outputs, 1), full, atol=1e-5)
 
 
 def test_bad_calls_say_what_is_wrong():
@@ -174,12 +177,12 @@ def test_residual_dropout_is_applied_in_training():
     decoder.cross_attention.dropout_layer.rate = 0.0
     residual = [decoder.self_attention_dropout, decoder.cross_attention_dropout,
                 decoder.feedforward_dropout]
-    inference = np.array(decoder(TARGET, SOURCE, training=False))
+    inference = as_numpy(decoder(TARGET, SOURCE, training=False))
     for dropout in residual:
         for other in residual:
             other.rate = 0.0
         dropout.rate = 0.5
-        assert not np.allclose(np.array(decoder(TARGET, SOURCE, training=True)),
+        assert not np.allclose(as_numpy(decoder(TARGET, SOURCE, training=True)),
                                inference), dropout.name
 
 
@@ -240,9 +243,9 @@ def _step_by_step(decoder, target, cache, jit=False, **kwargs):
         results = step(target[:, index:index + 1], cache,
                        keras.ops.convert_to_tensor(index))
         cache = results[-1]
-        outputs.append(np.array(results[0]))
+        outputs.append(as_numpy(results[0]))
         if len(results) == 3:
-            scores.append(np.array(results[1]))
+            scores.append(as_numpy(results[1]))
     scores = np.concatenate(scores, axis=2) if scores else None
     return np.concatenate(outputs, axis=1), scores
 
@@ -252,7 +255,7 @@ def test_relative_cached_decoding_equals_full_pass(cross):
     decoder = TransformerDecoder(intermediate_dim=16, num_heads=2,
                                  self_attention=_relative())
     sources = (SOURCE,) if cross else ()
-    full = np.array(decoder(TARGET, *sources))
+    full = as_numpy(decoder(TARGET, *sources))
     assert type(decoder.self_attention) is RelativeAttention
     if cross:
         assert type(decoder.cross_attention) is MultiHeadAttention
@@ -260,7 +263,7 @@ def test_relative_cached_decoding_equals_full_pass(cross):
     else:
         cache = decoder.initial_cache(batch_size=BATCH, max_length=TARGET_LEN)
     outputs, _ = _step_by_step(decoder, TARGET, cache, jit=True)
-    np.testing.assert_allclose(outputs, full, atol=1e-5)
+    assert_allclose(outputs, full, atol=1e-5)
 
 
 WIDE_SOURCE = RNG.normal(size=(BATCH, SOURCE_LEN, 12)).astype("float32")
@@ -283,12 +286,12 @@ def test_cached_decoding_with_an_encoder_of_another_size(relative,
     cache = decoder.initial_cache(WIDE_SOURCE, max_length=TARGET_LEN)
     outputs, scores = _step_by_step(decoder, TARGET, cache,
                                     return_attention_scores=True, **masks)
-    np.testing.assert_allclose(outputs, full, atol=1e-5)
-    np.testing.assert_allclose(scores, full_scores, atol=1e-6)
+    assert_allclose(outputs, full, atol=1e-5)
+    assert_allclose(scores, full_scores, atol=1e-6)
     # The encoder sequence may come along; it is the cache that is used.
     outputs, _ = _step_by_step(decoder, TARGET, cache,
                                encoder_sequence=WIDE_SOURCE, **masks)
-    np.testing.assert_allclose(outputs, full, atol=1e-5)
+    assert_allclose(outputs, full, atol=1e-5)
 
 
 def test_an_encoder_of_the_wrong_size_is_still_an_error():
@@ -311,26 +314,26 @@ def test_cache_holds_the_self_attention_sizes():
         self_attention=MultiHeadSelfAttention(num_heads=3, key_dim=4,
                                               value_dim=6),
     )
-    full = np.array(decoder(TARGET, SOURCE))
+    full = as_numpy(decoder(TARGET, SOURCE))
     cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
     keys, values = cache["self_attention"]
     assert tuple(keys.shape) == (BATCH, TARGET_LEN, 3, 4)
     assert tuple(values.shape) == (BATCH, TARGET_LEN, 3, 6)
     outputs, _ = _step_by_step(decoder, TARGET, cache)
-    np.testing.assert_allclose(outputs, full, atol=1e-5)
+    assert_allclose(outputs, full, atol=1e-5)
 
 
 def test_plugged_self_attention_round_trips_through_the_config():
     decoder = TransformerDecoder(intermediate_dim=16, num_heads=2,
                                  self_attention=_relative())
-    want = np.array(decoder(TARGET, SOURCE, decoder_padding_mask=TARGET_PADDING))
+    want = as_numpy(decoder(TARGET, SOURCE, decoder_padding_mask=TARGET_PADDING))
     clone = TransformerDecoder.from_config(decoder.get_config())
     assert type(clone.self_attention) is RelativeAttention
     assert clone.self_attention is not decoder.self_attention
     clone(TARGET, SOURCE)
     clone.set_weights(decoder.get_weights())
     got = clone(TARGET, SOURCE, decoder_padding_mask=TARGET_PADDING)
-    np.testing.assert_array_equal(np.array(got), want)
+    assert_array_equal(as_numpy(got), want)
 
 
 def test_a_self_attention_without_a_cache_decodes_full_passes_only():
@@ -347,7 +350,7 @@ def test_a_self_attention_without_a_cache_decodes_full_passes_only():
     band = (positions[None, :] <= positions[:, None]) & (
         positions[:, None] - positions[None, :] <= 2)
     band = np.broadcast_to(band, (BATCH, TARGET_LEN, TARGET_LEN))
-    np.testing.assert_allclose(
+    assert_allclose(
         decoder(TARGET, SOURCE),
         plain(TARGET, SOURCE, decoder_attention_mask=band), atol=1e-5,
     )

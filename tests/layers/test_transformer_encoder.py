@@ -9,6 +9,9 @@ from keras_attention.layers import LocalSelfAttention
 from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import TransformerEncoder
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.harness import copy_weights_by_path
 from tests.harness import run_layer_test
 
@@ -51,22 +54,22 @@ def test_equals_keras_hub_encoder(normalize_first, activation):
                            return_attention_scores=True)
     want, want_scores = hub(INPUTS, padding_mask=PADDING,
                             return_attention_scores=True)
-    np.testing.assert_allclose(
-        np.array(got)[PADDING], np.array(want)[PADDING], atol=1e-4
+    assert_allclose(
+        as_numpy(got)[PADDING], as_numpy(want)[PADDING], atol=1e-4
     )
-    np.testing.assert_allclose(
-        np.array(got_scores).transpose(0, 2, 1, 3)[PADDING],
-        np.array(want_scores).transpose(0, 2, 1, 3)[PADDING], atol=1e-5,
+    assert_allclose(
+        as_numpy(got_scores).transpose(0, 2, 1, 3)[PADDING],
+        as_numpy(want_scores).transpose(0, 2, 1, 3)[PADDING], atol=1e-5,
     )
 
 
 def test_post_norm_is_the_paper_order():
     """LayerNorm(x + Sublayer(x)): every output position is normalised."""
     encoder = TransformerEncoder(intermediate_dim=16, num_heads=2)
-    outputs = np.array(encoder(INPUTS))
-    np.testing.assert_allclose(outputs.mean(-1), 0.0, atol=1e-5)
-    np.testing.assert_allclose(outputs.std(-1), 1.0, atol=1e-2)
-    pre = np.array(TransformerEncoder(intermediate_dim=16, num_heads=2,
+    outputs = as_numpy(encoder(INPUTS))
+    assert_allclose(outputs.mean(-1), 0.0, atol=1e-5)
+    assert_allclose(outputs.std(-1), 1.0, atol=1e-2)
+    pre = as_numpy(TransformerEncoder(intermediate_dim=16, num_heads=2,
                                       normalize_first=True)(INPUTS))
     assert np.abs(pre.mean(-1)).max() > 1e-3
 
@@ -75,7 +78,7 @@ def test_custom_key_dim_and_causal_mask():
     encoder = TransformerEncoder(intermediate_dim=16, num_heads=3, key_dim=5)
     _, scores = encoder(INPUTS, use_causal_mask=True,
                         return_attention_scores=True)
-    scores = np.array(scores)
+    scores = as_numpy(scores)
     assert scores.shape == (BATCH, 3, LENGTH, LENGTH)
     assert np.all(scores[..., np.triu_indices(LENGTH, 1)[0],
                          np.triu_indices(LENGTH, 1)[1]] == 0)
@@ -114,13 +117,13 @@ def test_residual_dropout_is_applied_in_training():
     encoder = TransformerEncoder(intermediate_dim=16, num_heads=2, dropout=0.5)
     encoder(INPUTS)
     encoder.self_attention.dropout_layer.rate = 0.0
-    inference = np.array(encoder(INPUTS, training=False))
+    inference = as_numpy(encoder(INPUTS, training=False))
     for dropout in (encoder.self_attention_dropout, encoder.feedforward_dropout):
         others = [encoder.self_attention_dropout, encoder.feedforward_dropout]
         for other in others:
             other.rate = 0.0
         dropout.rate = 0.5
-        assert not np.allclose(np.array(encoder(INPUTS, training=True)),
+        assert not np.allclose(as_numpy(encoder(INPUTS, training=True)),
                                inference), dropout.name
 
 
@@ -159,12 +162,12 @@ def test_relative_encoder_with_zero_tables_equals_plain_encoder():
         "key_relative_embeddings", "value_relative_embeddings"]
     for table in ours.values():
         table.assign(np.zeros(table.shape, "float32"))
-    want = np.array(plain(INPUTS, padding_mask=PADDING))
-    np.testing.assert_allclose(relative(INPUTS, padding_mask=PADDING), want,
-                               atol=1e-5)
+    want = as_numpy(plain(INPUTS, padding_mask=PADDING))
+    assert_allclose(relative(INPUTS, padding_mask=PADDING), want,
+                    atol=1e-5)
     for table in ours.values():
         table.assign(np.ones(table.shape, "float32"))
-    assert not np.allclose(relative(INPUTS, padding_mask=PADDING), want,
+    assert not np.allclose(as_numpy(relative(INPUTS, padding_mask=PADDING)), want,
                            atol=1e-3)
 
 
@@ -190,9 +193,9 @@ def test_plugged_self_attention_round_trips_through_the_config(form):
     clone.set_weights(encoder.get_weights())
     got, got_scores = clone(INPUTS, padding_mask=PADDING,
                             return_attention_scores=True)
-    np.testing.assert_array_equal(np.array(got), np.array(want))
-    np.testing.assert_array_equal(np.array(got_scores),
-                                  np.array(want_scores))
+    assert_array_equal(as_numpy(got), as_numpy(want))
+    assert_array_equal(as_numpy(got_scores),
+                       as_numpy(want_scores))
     # The default self-attention stays `None` in the config, built or not.
     plain = TransformerEncoder(intermediate_dim=16, num_heads=2)
     assert plain.get_config()["self_attention"] is None
@@ -248,9 +251,9 @@ def test_local_self_attention_equals_a_band_mask(window):
     positions = np.arange(LENGTH)
     band = np.abs(positions[:, None] - positions[None, :]) <= window
     band = np.broadcast_to(band, (BATCH, LENGTH, LENGTH))
-    want = np.array(plain(INPUTS, padding_mask=PADDING, attention_mask=band))
-    got = np.array(local(INPUTS, padding_mask=PADDING))
-    np.testing.assert_allclose(got[PADDING], want[PADDING], atol=1e-5)
+    want = as_numpy(plain(INPUTS, padding_mask=PADDING, attention_mask=band))
+    got = as_numpy(local(INPUTS, padding_mask=PADDING))
+    assert_allclose(got[PADDING], want[PADDING], atol=1e-5)
     with pytest.raises(ValueError, match="takes `attention_mask`, received: "
                        "self_attention of type LocalSelfAttention"):
         local(INPUTS, attention_mask=band)
@@ -292,17 +295,17 @@ def _scaled_encoder(scale):
 def test_a_user_layer_plugs_in_and_round_trips():
     plain = TransformerEncoder(intermediate_dim=16, num_heads=2,
                                normalize_first=True)
-    want = np.array(plain(INPUTS, padding_mask=PADDING))
+    want = as_numpy(plain(INPUTS, padding_mask=PADDING))
     same = _scaled_encoder(1.0)
     same(INPUTS)
     copy_weights_by_path(plain, same)
-    np.testing.assert_allclose(same(INPUTS, padding_mask=PADDING), want,
-                               atol=1e-6)
+    assert_allclose(same(INPUTS, padding_mask=PADDING), want,
+                    atol=1e-6)
     # Pre-norm with a zero self-attention: only the feed-forward remains.
     silent = _scaled_encoder(0.0)
-    outputs = np.array(silent(INPUTS))
-    np.testing.assert_allclose(outputs, silent._feedforward(INPUTS, False),
-                               atol=1e-6)
+    outputs = as_numpy(silent(INPUTS))
+    feedforward = silent._feedforward(keras.ops.convert_to_tensor(INPUTS), False)
+    assert_allclose(outputs, feedforward, atol=1e-6)
     clone = TransformerEncoder.from_config(silent.get_config())
     assert type(clone.self_attention) is ScaledSelfAttention
     assert clone.self_attention.scale == 0.0
@@ -361,6 +364,6 @@ def test_a_config_saved_with_the_old_relative_flags_still_loads():
     assert isinstance(old.self_attention, RelativeAttention)
     assert [w.path for w in old.weights] == [w.path for w in new.weights]
     old.set_weights(new.get_weights())
-    np.testing.assert_allclose(old(inputs), expected, atol=1e-6)
+    assert_allclose(old(inputs), expected, atol=1e-6)
     assert old.get_config()["self_attention"]["class_name"] == (
         "RelativeAttention")

@@ -17,6 +17,9 @@ from keras_attention.ops import neighbour_blocks
 from keras_attention.ops import raster_mask_2d
 from keras_attention.ops import split_blocks
 from keras_attention.ops import split_blocks_2d
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.backend import tensorflow_only
 
 RNG = np.random.default_rng(3)
@@ -40,13 +43,13 @@ def reference_neighbours(blocks, before, after):
 @pytest.mark.parametrize("block", [1, 2, 3, 5])
 def test_split_merge_round_trip(length, block):
     x = RNG.normal(size=(2, length, 3)).astype("float32")
-    blocks = np.array(split_blocks(x, block))
+    blocks = as_numpy(split_blocks(x, block))
     count = -(-length // block)
     assert blocks.shape == (2, count, block, 3)
     padded = np.concatenate(
         [x, np.zeros((2, count * block - length, 3), "float32")], 1)
-    np.testing.assert_array_equal(blocks.reshape(2, -1, 3), padded)
-    np.testing.assert_array_equal(merge_blocks(blocks, length), x)
+    assert_array_equal(blocks.reshape(2, -1, 3), padded)
+    assert_array_equal(merge_blocks(blocks, length), x)
 
 
 @pytest.mark.parametrize("before, after", [(0, 0), (1, 0), (1, 1), (2, 1),
@@ -54,7 +57,7 @@ def test_split_merge_round_trip(length, block):
 @pytest.mark.parametrize("count", [1, 2, 4])
 def test_neighbour_blocks_equal_indexing(count, before, after):
     blocks = RNG.normal(size=(2, count, 3, 2)).astype("float32")
-    np.testing.assert_array_equal(
+    assert_array_equal(
         neighbour_blocks(blocks, before, after),
         reference_neighbours(blocks, before, after))
 
@@ -63,7 +66,7 @@ def test_neighbour_blocks_on_another_axis():
     blocks = RNG.normal(size=(2, 3, 4, 2, 5)).astype("float32")
     moved = np.moveaxis(blocks, (2, 3), (1, 2))  # blocks axis 2 -> 1
     want = np.moveaxis(reference_neighbours(moved, 1, 1), (1, 2), (2, 3))
-    np.testing.assert_array_equal(
+    assert_array_equal(
         neighbour_blocks(blocks, 1, 1, axis=2), want)
 
 
@@ -72,7 +75,7 @@ def test_neighbour_blocks_on_another_axis():
 def test_band_mask_is_the_distance_rule(window, block, causal):
     before = blocks_needed(window, block)
     after = 0 if causal else before
-    band = np.array(local_band_mask(block, window, before, after, causal))
+    band = as_numpy(local_band_mask(block, window, before, after, causal))
     assert band.shape == (block, (before + 1 + after) * block)
     for query in range(block):
         for key in range(band.shape[1]):
@@ -87,8 +90,8 @@ def test_band_mask_is_the_distance_rule(window, block, causal):
 def test_blocked_validity_marks_padding_and_missing_neighbours():
     valid = np.array([[1, 1, 1, 0, 0]], bool)
     query, key = blocked_validity(valid, 2, 1, 1)
-    np.testing.assert_array_equal(query, [[[1, 1], [1, 0], [0, 0]]])
-    np.testing.assert_array_equal(
+    assert_array_equal(query, [[[1, 1], [1, 0], [0, 0]]])
+    assert_array_equal(
         key, [[[0, 0, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0], [1, 0, 0, 0, 0, 0]]])
 
 
@@ -98,7 +101,7 @@ def test_local_scores_equal_dense_scores_in_the_memory():
     dense = np.einsum("btnh,bsnh->bnts", query, key) * 0.5
     query_heads = np.transpose(query, (0, 2, 1, 3))  # (B, N, T, H)
     key_heads = np.transpose(key, (0, 2, 1, 3))
-    blocked = np.array(local_scores(
+    blocked = as_numpy(local_scores(
         split_blocks(query_heads, 2, axis=2),
         neighbour_blocks(split_blocks(key_heads, 2, axis=2), 1, 1, axis=2),
         0.5))  # (B, N, G, b, K)
@@ -107,7 +110,7 @@ def test_local_scores_equal_dense_scores_in_the_memory():
         for k in range(6):
             other = (block - 1) * 2 + k
             if 0 <= other < 6:
-                np.testing.assert_allclose(
+                assert_allclose(
                     blocked[:, :, block, row, k],
                     dense[:, :, position, other], atol=1e-5)
 
@@ -115,23 +118,23 @@ def test_local_scores_equal_dense_scores_in_the_memory():
 def test_local_bias_is_zero_exactly_where_attending_is_allowed():
     key_valid = RNG.random((2, 3, 6)) > 0.3  # (B, G, K)
     geometry = RNG.random((4, 6)) > 0.5  # (Q, K)
-    bias = np.array(local_bias(key_valid, geometry))
+    bias = as_numpy(local_bias(key_valid, geometry))
     assert bias.shape == (2, 1, 3, 4, 6) and bias.dtype == np.float32
     allowed = key_valid[:, None, :, None, :] & geometry[None, None, None]
-    np.testing.assert_array_equal(bias == 0, allowed)
-    np.testing.assert_array_equal(bias[~allowed], -1e9)
+    assert_array_equal(bias == 0, allowed)
+    assert_array_equal(bias[~allowed], -1e9)
     # Added to the logits, masked keys get exactly zero weight, and a row
     # with every key masked stays finite.
     scores = RNG.normal(size=(2, 5, 3, 4, 6)).astype("float32") * 30
-    weights = np.array(ops.softmax(scores + bias, axis=-1))
+    weights = as_numpy(ops.softmax(scores + bias, axis=-1))
     assert np.isfinite(weights).all()
     rows = allowed.any(-1, keepdims=True)
-    np.testing.assert_array_equal(weights[np.broadcast_to(
+    assert_array_equal(weights[np.broadcast_to(
         ~allowed & rows, weights.shape)], 0.0)
     # Rows with an allowed key: the masked softmax of the boolean mask.
-    reference = np.array(masked_softmax(scores, allowed))
+    reference = as_numpy(masked_softmax(scores, allowed))
     keep = np.broadcast_to(rows, weights.shape)
-    np.testing.assert_allclose(weights[keep], reference[keep], atol=1e-6)
+    assert_allclose(weights[keep], reference[keep], atol=1e-6)
 
 
 @tensorflow_only("tf.TensorSpec: unknown sequence length")
@@ -145,9 +148,9 @@ def test_unknown_length_in_tf_function():
 
     for length in (1, 5, 9):
         x = RNG.normal(size=(2, length, 2)).astype("float32")
-        want = reference_neighbours(np.array(split_blocks(x, 3)), 1, 0)
+        want = reference_neighbours(as_numpy(split_blocks(x, 3)), 1, 0)
         want = want.reshape(2, -1, 2)[:, :length]
-        np.testing.assert_array_equal(blocked(x), want)
+        assert_array_equal(blocked(x), want)
 
 
 def reference_memory_2d(image, query_block, flange, below):
@@ -176,10 +179,10 @@ def reference_memory_2d(image, query_block, flange, below):
 @pytest.mark.parametrize("query_block", [(2, 3), (1, 1), (3, 4)])
 def test_split_merge_2d_round_trip(size, query_block):
     image = RNG.normal(size=(2,) + size + (3,)).astype("float32")
-    blocks = np.array(split_blocks_2d(image, query_block))
+    blocks = as_numpy(split_blocks_2d(image, query_block))
     reference = reference_memory_2d(image, query_block, (0, 0), False)
-    np.testing.assert_array_equal(blocks, reference)
-    np.testing.assert_array_equal(
+    assert_array_equal(blocks, reference)
+    assert_array_equal(
         merge_blocks_2d(blocks, size, query_block), image)
 
 
@@ -188,7 +191,7 @@ def test_split_merge_2d_round_trip(size, query_block):
                          [((2, 3), (1, 1)), ((2, 2), (3, 3)), ((1, 4), (0, 2))])
 def test_memory_blocks_2d_equal_indexing(query_block, flange, below):
     image = RNG.normal(size=(2, 5, 7, 3)).astype("float32")
-    np.testing.assert_array_equal(
+    assert_array_equal(
         memory_blocks_2d(image, query_block, flange, below),
         reference_memory_2d(image, query_block, flange, below))
 
@@ -197,7 +200,7 @@ def test_memory_blocks_2d_equal_indexing(query_block, flange, below):
                          [((2, 3), (1, 1)), ((2, 2), (3, 3)), ((1, 4), (0, 2))])
 def test_raster_mask_2d_is_the_generation_order(query_block, flange):
     (height, width), (flange_height, flange_width) = query_block, flange
-    mask = np.array(raster_mask_2d(query_block, flange, masked=True))
+    mask = as_numpy(raster_mask_2d(query_block, flange, masked=True))
     memory_width = width + 2 * flange_width
     for query in range(height * width):
         row, column = divmod(query, width)
@@ -207,4 +210,4 @@ def test_raster_mask_2d_is_the_generation_order(query_block, flange):
             order = (other_row // height, other_column // width,
                      other_row % height, other_column % width)
             assert mask[query, key] == (order <= (0, 0, row, column))
-    assert np.all(raster_mask_2d(query_block, flange, masked=False))
+    assert np.all(as_numpy(raster_mask_2d(query_block, flange, masked=False)))

@@ -10,15 +10,18 @@ from keras_attention.ops import check_mask_shape
 from keras_attention.ops import head_diversity_penalty
 from keras_attention.ops import masked_softmax
 from keras_attention.ops import merge_masks
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.backend import compiled
 from tests.backend import gradient
 from tests.backend import tensorflow_only
 
 
 def test_causal_mask_with_offset():
-    mask = np.array(causal_mask(3, 5, query_offset=2))
+    mask = as_numpy(causal_mask(3, 5, query_offset=2))
     want = np.arange(5)[None, :] <= (np.arange(3)[:, None] + 2)
-    np.testing.assert_array_equal(mask, want)
+    assert_array_equal(mask, want)
 
 
 def test_build_attention_mask_is_the_and_of_everything():
@@ -26,11 +29,11 @@ def test_build_attention_mask_is_the_and_of_everything():
     padding = rng.random((2, 4)) > 0.3
     key_padding = rng.random((2, 4)) > 0.3
     attention = rng.random((2, 4, 4)) > 0.3
-    mask = np.array(build_attention_mask(
+    mask = as_numpy(build_attention_mask(
         4, 4, padding, key_padding, attention, use_causal_mask=True))
     want = (padding[:, :, None] & key_padding[:, None, :] & attention
             & np.tril(np.ones((4, 4), bool)))
-    np.testing.assert_array_equal(mask, want)
+    assert_array_equal(mask, want)
     assert build_attention_mask(4, 4) is None
     assert merge_masks(None, None) is None
 
@@ -40,12 +43,12 @@ def test_masked_softmax_matches_softmax_of_kept_entries():
     scores = rng.normal(size=(3, 6)).astype("float32") * 10
     mask = rng.random((3, 6)) > 0.4
     mask[:, 0] = True
-    weights = np.array(masked_softmax(scores, mask))
+    weights = as_numpy(masked_softmax(scores, mask))
     for row in range(3):
         kept = scores[row][mask[row]]
         want = np.exp(kept - kept.max())
-        np.testing.assert_allclose(weights[row][mask[row]], want / want.sum(),
-                                   rtol=1e-5)
+        assert_allclose(weights[row][mask[row]], want / want.sum(),
+                        rtol=1e-5)
         assert np.all(weights[row][~mask[row]] == 0)
 
 
@@ -58,13 +61,13 @@ def test_masked_softmax_fully_masked_rows_have_zero_values_and_gradients(
     mask = np.array([[True, False, True, False], [False] * 4])
     weights = masked_softmax(scores, mask)
     assert ops.dtype(weights) == "float32"
-    np.testing.assert_array_equal(np.array(weights)[1], 0.0)
+    assert_array_equal(as_numpy(weights)[1], 0.0)
     (scores_gradient,) = gradient(
         lambda x: ops.sum(masked_softmax(x, mask) * ops.arange(4, dtype="float32")),
         scores)
     scores_gradient = scores_gradient.astype("float32")
     assert np.all(np.isfinite(scores_gradient))
-    np.testing.assert_array_equal(scores_gradient[1], 0.0)
+    assert_array_equal(scores_gradient[1], 0.0)
 
 
 def test_head_diversity_penalty():
@@ -102,9 +105,9 @@ def test_update_cache_equals_slice_assignment(index, count):
     update = rng.normal(size=(2, count, 3)).astype("float32")
     want = cache.copy()
     want[:, index:index + count] = update
-    np.testing.assert_array_equal(update_cache(cache, update, index), want)
+    assert_array_equal(update_cache(cache, update, index), want)
     traced = compiled(update_cache)(cache, update, ops.convert_to_tensor(index))
-    np.testing.assert_array_equal(traced, want)
+    assert_array_equal(traced, want)
 
 
 @tensorflow_only("the op types of the graph TF Serving runs")
@@ -152,6 +155,6 @@ def test_fused_attention_equals_the_masked_softmax_path():
         expected = ops.convert_to_numpy(weighted_sum(weights, value))
         got = ops.convert_to_numpy(fused_attention(query, key, value,
                                                    row_mask))
-        np.testing.assert_allclose(got, expected, atol=1e-5)
+        assert_allclose(got, expected, atol=1e-5)
         if row_mask is not None:
             assert np.all(got[1, 2] == 0) and np.any(got[1, 1] != 0)

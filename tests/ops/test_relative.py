@@ -10,6 +10,9 @@ from keras_attention.ops import relative_positions
 from keras_attention.ops import relative_values_gather
 from keras_attention.ops import relative_values_skew
 from tests import relative_reference as reference
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.backend import assert_array_equal
 from tests.backend import gradient
 from tests.backend import jit_compiled
 from tests.backend import tensorflow_only
@@ -46,15 +49,15 @@ def _weights(length, causal):
 def _lower(scores):
     """The causal part (j <= i) of `(..., T, T)` scores, flattened."""
     length = scores.shape[-1]
-    return np.asarray(scores)[..., np.tril(np.ones((length, length), bool))]
+    return as_numpy(scores)[..., np.tril(np.ones((length, length), bool))]
 
 
 def test_relative_positions_golden():
     got = ops.convert_to_numpy(relative_positions(3, 4, 1))
-    np.testing.assert_array_equal(
+    assert_array_equal(
         got, [[1, 2, 2, 2], [0, 1, 2, 2], [0, 0, 1, 2]])
     shifted = ops.convert_to_numpy(relative_positions(1, 5, 2, query_offset=3))
-    np.testing.assert_array_equal(shifted, [[0, 0, 1, 2, 3]])
+    assert_array_equal(shifted, [[0, 0, 1, 2, 3]])
     assert shifted.dtype == np.int32
 
 
@@ -66,11 +69,11 @@ def test_logits_skew_equals_gather_equals_numpy(length, distance, per_head):
     table = _table(_distance(distance, length), per_head)
     want = reference.relative_logits(query, table, length)
     gather = ops.convert_to_numpy(relative_logits_gather(query, table, length))
-    np.testing.assert_allclose(gather, want, atol=1e-5)
+    assert_allclose(gather, want, atol=1e-5)
     both = ops.convert_to_numpy(relative_logits_skew(query, table))
-    np.testing.assert_allclose(both, want, atol=1e-5)
+    assert_allclose(both, want, atol=1e-5)
     causal = ops.convert_to_numpy(relative_logits_skew(query, table, True))
-    np.testing.assert_allclose(_lower(causal), _lower(want), atol=1e-5)
+    assert_allclose(_lower(causal), _lower(want), atol=1e-5)
 
 
 @pytest.mark.parametrize("length", LENGTHS)
@@ -81,7 +84,7 @@ def test_large_distance_equals_unclipped(length):
     want = reference.relative_logits(query, table, length, clip=False)
     for got in (relative_logits_skew(query, table),
                 relative_logits_gather(query, table, length)):
-        np.testing.assert_allclose(ops.convert_to_numpy(got), want, atol=1e-5)
+        assert_allclose(ops.convert_to_numpy(got), want, atol=1e-5)
 
 
 @pytest.mark.parametrize("offset", [0, 2, 4])
@@ -92,8 +95,8 @@ def test_logits_gather_with_an_offset_are_rows_of_the_full_logits(offset):
     rows = query[:, offset:offset + 2]
     for index in (offset, ops.convert_to_tensor(offset)):
         got = relative_logits_gather(rows, table, 6, query_offset=index)
-        np.testing.assert_allclose(ops.convert_to_numpy(got),
-                                   full[:, :, offset:offset + 2], atol=1e-5)
+        assert_allclose(ops.convert_to_numpy(got),
+                        full[:, :, offset:offset + 2], atol=1e-5)
 
 
 @pytest.mark.parametrize("per_head", [False, True], ids=["shared", "per_head"])
@@ -106,8 +109,8 @@ def test_values_skew_equals_gather_equals_numpy(length, distance, per_head):
         want = reference.relative_values(weights, table)
         for got in (relative_values_gather(weights, table),
                     relative_values_skew(weights, table, causal=causal)):
-            np.testing.assert_allclose(ops.convert_to_numpy(got), want,
-                                       atol=1e-5)
+            assert_allclose(ops.convert_to_numpy(got), want,
+                            atol=1e-5)
 
 
 def test_values_gather_with_an_offset():
@@ -115,7 +118,7 @@ def test_values_gather_with_an_offset():
     weights = RNG.random((BATCH, HEADS, 2, 7)).astype("float32")
     want = reference.relative_values(weights, table, query_offset=3)
     got = relative_values_gather(weights, table, query_offset=ops.convert_to_tensor(3))
-    np.testing.assert_allclose(ops.convert_to_numpy(got), want, atol=1e-5)
+    assert_allclose(ops.convert_to_numpy(got), want, atol=1e-5)
 
 
 TABLE = _table(2, per_head=False)
@@ -135,12 +138,12 @@ def _check_against_reference(function, causal):
         logits = reference.relative_logits(query, TABLE, length)
         values = reference.relative_values(weights, TABLE)
         skew, gather, values_skew, values_gather = (
-            np.asarray(ops.convert_to_numpy(x)) for x in function(query, weights))
+            as_numpy(ops.convert_to_numpy(x)) for x in function(query, weights))
         pick = _lower if causal else np.asarray
-        np.testing.assert_allclose(pick(skew), pick(logits), atol=1e-5)
-        np.testing.assert_allclose(gather, logits, atol=1e-5)
-        np.testing.assert_allclose(values_skew, values, atol=1e-5)
-        np.testing.assert_allclose(values_gather, values, atol=1e-5)
+        assert_allclose(pick(skew), pick(logits), atol=1e-5)
+        assert_allclose(gather, logits, atol=1e-5)
+        assert_allclose(values_skew, values, atol=1e-5)
+        assert_allclose(values_gather, values, atol=1e-5)
 
 
 @tensorflow_only("tf.TensorSpec: unknown batch and length")
@@ -169,13 +172,13 @@ def test_gradients_of_skew_and_gather_agree():
     query, table = _query(5), _table(2, per_head=True)
     cotangent = RNG.normal(size=(BATCH, HEADS, 5, 5)).astype("float32")
     gradients = [
-        gradient(lambda q, e, f=function: ops.sum(f(q, e) * cotangent),
+        gradient(lambda q, e, f=function: ops.sum(ops.multiply(f(q, e), cotangent)),
                  query, table)
         for function in (lambda q, e: relative_logits_skew(q, e),
                          lambda q, e: relative_logits_gather(q, e, 5))
     ]
     for skew, gather in zip(*gradients):
-        np.testing.assert_allclose(skew, gather, atol=1e-4)
+        assert_allclose(skew, gather, atol=1e-4)
 
 
 def test_even_table_is_rejected():
