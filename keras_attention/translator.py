@@ -94,6 +94,47 @@ class Translator:
                 on_batch(done)
         return translations
 
+    def attention(self, text):
+        """The translation of one `text` and the cross-attention behind it.
+
+        Decodes as `translate` does (greedy or beam search), then runs the
+        decoder once over the chosen output for every layer's and head's
+        weights. Returns a dict: `translation` (str), `source_pieces` and
+        `target_pieces` (subword pieces as the tokenizer writes them, the
+        target's up to and including EOS, no padding) and `attention`,
+        a float32 NumPy array `(L, N, T, S)` of layers, heads, target and
+        source pieces (`(1, 1, T, S)` for an RNN's single attention); its
+        last layer averaged over heads is the attention decoding reports
+        (`translate_with_attention`).
+        """
+        if not isinstance(text, str):
+            raise ValueError(
+                f"`text` must be one string, received: {type(text).__name__}"
+            )
+        result = self.module.translate_with_attention(tf.constant([text]))
+        tokens = result["tokens"].numpy()[0]
+        eos = self.tokenizer.eos_id
+        length = list(tokens).index(eos) + 1 if eos in tokens else int(
+            (tokens != self.tokenizer.pad_id).sum())
+        tokens = tokens[:length]
+        encoder_tokens, _ = self.module.encode_text(tf.constant([text]))
+        source_length = int(tf.reduce_sum(tf.cast(
+            encoder_tokens != self.tokenizer.pad_id, tf.int32)))
+        decoder_tokens = tf.constant(
+            [[self.tokenizer.bos_id, *tokens[:-1]]], tf.int32)
+        weights = self.model.cross_attention(encoder_tokens, decoder_tokens)
+        weights = keras.ops.convert_to_numpy(weights)[0]  # (L, N, T, S)
+
+        def pieces(values, count):
+            return [p.decode("utf-8") for p in values.numpy()[0][:count]]
+
+        return {
+            "translation": result["translation"].numpy()[0].decode("utf-8"),
+            "source_pieces": pieces(result["source_pieces"], source_length),
+            "target_pieces": pieces(result["pieces"], length),
+            "attention": weights[..., :length, :source_length],
+        }
+
     def evaluate(self, pairs, batch_size=64, on_batch=None):
         """sacreBLEU of the translations of `pairs` against the references.
 

@@ -274,6 +274,16 @@ class RNNTranslator(keras.Model):
         logits = self._logits(embedded, states, contexts, training)
         return (logits, weights) if return_attention_scores else logits
 
+    def cross_attention(self, encoder_tokens, decoder_tokens):
+        """The attention weights as `(B, L=1, N=1, T, S)` float32, teacher
+        forced on `decoder_tokens (B, T)` (BOS, then the output but its
+        last token): the shape `TransformerTranslator` gives, one layer and
+        one head."""
+        memory, source_mask = self.encode(encoder_tokens)
+        _, weights = self.decode(decoder_tokens, memory, source_mask,
+                                 return_attention_scores=True)  # (B, T, S)
+        return ops.cast(weights, "float32")[:, None, None]
+
     def call(self, inputs, training=None):
         memory, source_mask = self.encode(inputs["encoder_tokens"], training)
         return self.decode(inputs["decoder_tokens"], memory, source_mask,

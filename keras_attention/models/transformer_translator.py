@@ -254,6 +254,23 @@ class TransformerTranslator(keras.Model):
         logits = self._logits(x)
         return (logits, scores) if return_attention_scores else logits
 
+    def cross_attention(self, encoder_tokens, decoder_tokens):
+        """Every decoder block's cross-attention, every head: float32
+        `(B, L, N, T, S)`, teacher forced on `decoder_tokens (B, T)` (BOS,
+        then the output but its last token). `[:, -1].mean(1)` is what
+        `decode_step` reports."""
+        memory, source_mask = self.encode(encoder_tokens)
+        x = self._embed(self.target_embedding, decoder_tokens)
+        target_mask = ops.not_equal(decoder_tokens, self.pad_id)
+        layers = []
+        for block in self.decoder_blocks:
+            x, scores = block(
+                x, memory, decoder_padding_mask=target_mask,
+                encoder_padding_mask=source_mask, return_attention_scores=True,
+            )
+            layers.append(ops.cast(scores, "float32"))  # (B, N, T, S)
+        return ops.stack(layers, axis=1)
+
     def call(self, inputs, training=None):
         memory, source_mask = self.encode(inputs["encoder_tokens"], training)
         return self.decode(inputs["decoder_tokens"], memory, source_mask,

@@ -205,3 +205,31 @@ def test_decoding_under_a_mixed_policy(model_name):
         assert g == b or (b[-1] == EOS_ID and b[:-1] == g[: len(b) - 1])
     wide = beam_search_decode(model, source, **ids, beam_size=2, max_length=8)
     assert wide.shape[0] == 3
+
+
+def test_attention_of_every_layer_and_head_is_what_decoding_computed(trained):
+    """`Translator.attention` gives every layer and head, trimmed to the
+    real pieces; its last layer averaged over heads is the attention
+    greedy decoding reported for the same sentence."""
+    translator, _ = trained
+    text = SENTENCES[0]
+    found = translator.attention(text)
+    reported = translator.module.translate_with_attention(
+        tf.constant([text]))
+    tokens = _until_eos(reported["tokens"].numpy()[0])
+    weights = found["attention"]
+    model = translator.model
+    layers, heads = 1, 1  # the RNN's one attention
+    if hasattr(model, "decoder_blocks"):
+        layers, heads = len(model.decoder_blocks), model.num_heads
+    source = _source(translator)[:1]
+    source_length = int(np.sum(source.numpy() != 0))
+    assert weights.shape == (layers, heads, len(tokens), source_length)
+    assert len(found["target_pieces"]) == len(tokens)
+    assert len(found["source_pieces"]) == source_length
+    assert found["translation"] == translator.translate([text])[0]
+    np.testing.assert_allclose(
+        weights[-1].mean(0),
+        reported["attention"].numpy()[0, : len(tokens), :source_length],
+        atol=1e-5)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-4)
