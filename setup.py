@@ -31,6 +31,8 @@ setup(
         "keras-hub>=0.32",
         "sentencepiece>=0.2",
         "sacrebleu>=2.4",
+        # keras_attention.visualize: attention heatmaps (PNG, SVG, PDF).
+        "matplotlib>=3.7",
     ],
     entry_points={
         "console_scripts": ["keras-attention=keras_attention.cli:main"],
@@ -44,6 +46,9 @@ setup(
             "pyyaml>=6",  # tests/deployment reads the Kubernetes manifests
             # `make test-jax`: the layers and ops run on the JAX backend too.
             "jax[cpu]>=0.4.30",
+            # tests/visualize: the HTML viewer in headless Chromium (Debian's
+            # chromium and chromium-driver; .ci/run installs them).
+            "selenium>=4.10",
         ],
         # `make test-torch`: the layers and ops on the PyTorch backend.
         "torch": ["torch>=2.5"],

@@ -4,7 +4,10 @@
    download; a few minutes on 2 CPU cores), with progress bars and the
    validation BLEU after each epoch.
 2. Report sacreBLEU on the held-out test split, greedy and beam 4.
-3. Translate a few sentences and draw one cross-attention map.
+3. Translate a few sentences and draw one cross-attention map: as text,
+   as `attention.png` (the last decoder layer's heads and their average)
+   and as `attention.html` (every layer and head, interactive), both in
+   the run's folder.
 4. Export the SavedModel to `BASE/translator/VERSION/` and check, in a
    fresh Python process that imports only `tensorflow` and
    `tensorflow_text`, that it returns the same translations.
@@ -123,6 +126,18 @@ def serve_and_ask(base_path, texts, port):
         print("(server stopped)")
 
 
+def draw_attention(translator, text, directory):
+    """`attention.png` and `attention.html` of `text` in `directory`."""
+    from keras_attention import visualize
+
+    found = translator.attention(text)
+    picture = os.path.join(directory, "attention.png")
+    visualize.plot_translation(found, path=picture)
+    page = visualize.translation_viewer(found).save(
+        os.path.join(directory, "attention.html"))
+    return [picture, str(page)]
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--epochs", type=int, default=6,
@@ -162,6 +177,8 @@ def main(argv=None):
         print(f"  {source}\n    -> {target}")
     print("\nCross-attention (last decoder block, heads averaged):")
     print(attention_map(translator.module, EXAMPLES[1]))
+    for path in draw_attention(translator, EXAMPLES[1], args.output_dir):
+        print(f"  drawn: {os.path.abspath(path)}")
 
     path = translator.export(args.export_dir)
     print(f"\nExported the SavedModel to {path}")

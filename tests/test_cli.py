@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from keras_attention import cli
@@ -57,7 +58,8 @@ def free_port():
 # -- help: fast, quiet, no TensorFlow ----------------------------------------
 
 @pytest.mark.parametrize("command", [
-    [], ["train"], ["evaluate"], ["translate"], ["export"], ["serve"]])
+    [], ["train"], ["evaluate"], ["translate"], ["attention-map"], ["export"],
+    ["serve"]])
 def test_help_answers_in_under_a_second_without_log_lines(command, tmp_path):
     seconds = []
     for _ in range(3):  # the best of 3: the machine is shared
@@ -382,6 +384,18 @@ class FakeTranslator:
             self.batches.append(batch)
             yield [text.upper() for text in batch]
 
+    def attention(self, text):
+        """Two layers of three heads over two target pieces (and EOS) and
+        three source pieces (and EOS), distinct weights everywhere."""
+        import numpy as np
+
+        weights = np.arange(2 * 3 * 3 * 4, dtype="float32").reshape(
+            2, 3, 3, 4) / 100.0
+        return {"translation": text.upper(),
+                "source_pieces": ["▁a", "▁do", "g", "</s>"],
+                "target_pieces": ["▁A", "▁DOG", "</s>"],
+                "attention": weights}
+
     def evaluate(self, pairs, batch_size=64, on_batch=None):
         hypotheses = []
         for batch in self.translate_iter([p[0] for p in pairs], batch_size):
@@ -571,3 +585,48 @@ def test_progress_on_a_terminal_redraws_one_line():
     assert stream.getvalue() == (
         f"\r{first}\r{second}\r{' ' * len(second)}\r"
         "evaluate: 8/8 sentences in 4.0 s, 2.0 sentences/s\n")
+
+
+# -- attention-map ------------------------------------------------------------
+
+def test_attention_map_page_holds_every_layer_and_head(loaded, tmp_path,
+                                                       capsys):
+    from keras_attention.visualize import read_data
+
+    page = tmp_path / "map.html"
+    status = cli.main(["attention-map", "--model-dir", str(tmp_path / "model"),
+                       "a dog", "-o", str(page)])
+    assert status == 0
+    out, err = capsys.readouterr()
+    assert out == "A DOG\n" and str(page) in err
+    data = read_data(page.read_text("utf-8"))
+    want = loaded[0].attention("a dog")["attention"][..., :2, :3]  # no EOS
+    assert np.asarray(data["attention"]).shape == (2, 3, 2, 3)
+    np.testing.assert_allclose(data["attention"], want, atol=1e-6)
+
+
+@pytest.mark.parametrize("layer, heads", [(-1, 1), (0, 0)])
+def test_attention_map_picture_shows_the_chosen_layer(loaded, tmp_path,
+                                                      layer, heads):
+    import matplotlib.image
+
+    picture = tmp_path / "map.png"
+    assert cli.main(["attention-map", "--model-dir", str(tmp_path / "model"),
+                     "--layer", str(layer), "a dog", "-o", str(picture)]) == 0
+    assert matplotlib.image.imread(picture).ndim == 3
+
+
+@pytest.mark.parametrize("flags, fragment", [
+    (["-o", "map.jpg"], "map.jpg must end with one of .png, .svg, .pdf, .html"),
+    (["-o", "missing/map.png"], "the folder"),
+    (["--layer", "5", "-o", "map.png"], "`layer` must be in [-2, 2)"),
+])
+def test_attention_map_mistakes_are_one_line(loaded, tmp_path, capsys,
+                                             flags, fragment):
+    status = cli.main(["attention-map", "--model-dir",
+                       str(tmp_path / "model"), "a dog",
+                       *[str(tmp_path / f) if f.endswith(("png", "jpg"))
+                         else f for f in flags]])
+    assert status == 2
+    assert_one_line_error(capsys.readouterr().err, fragment)
+

@@ -18,6 +18,7 @@ from keras_attention.cli.errors import PROG
 from keras_attention.cli.errors import UserError
 from keras_attention.cli.errors import errors_about
 from keras_attention.cli.errors import user_errors
+from keras_attention.cli.parser import ATTENTION_MAP_SUFFIXES
 from keras_attention.cli.parser import MULTI30K_VARIABLE
 from keras_attention.cli.parser import SPLITS
 from keras_attention.cli.parser import config_from_arguments
@@ -221,6 +222,49 @@ def _translate(args):
     return 0
 
 
+def _served_attention(args):
+    """`translate_with_attention` of one sentence from --url, as the batch
+    dict `keras_attention.visualize` draws."""
+    from keras_attention.serving import Client
+    from keras_attention.serving import ServingClientError
+
+    with user_errors(ValueError):
+        client = Client(args.url, args.model_name, timeout=args.timeout)
+    with user_errors(ServingClientError):
+        (row,) = client.predict(instances=[args.text],
+                                signature_name="translate_with_attention")
+    return {key: [row[key]] for key in
+            ("translation", "pieces", "source_pieces", "attention")}
+
+
+def _attention_map(args):
+    suffix = os.path.splitext(args.output)[1].lower()
+    if suffix not in ATTENTION_MAP_SUFFIXES:
+        raise UserError(f"--output {args.output} must end with one of "
+                        f"{', '.join(ATTENTION_MAP_SUFFIXES)}")
+    directory = os.path.dirname(os.path.abspath(args.output))
+    if not os.path.isdir(directory):
+        raise UserError(f"--output {args.output}: the folder {directory} "
+                        "does not exist")
+    if args.url:
+        result = _served_attention(args)
+    else:
+        _check_model_dir(args.model_dir)
+        result = _load_translator(args).attention(args.text)
+    from keras_attention import visualize
+
+    with user_errors(ValueError):
+        if suffix == ".html":
+            visualize.translation_viewer(result).save(args.output)
+        else:
+            visualize.plot_translation(result, layer=args.layer,
+                                       path=args.output)
+    translation = result["translation"]
+    print(translation if isinstance(translation, str) else translation[0])
+    print(f"attention map written to {args.output}", file=sys.stderr)
+    return 0
+
+
 def _export(args):
     _check_model_dir(args.model_dir)
     translator = _load_translator(args)
@@ -237,4 +281,5 @@ def _serve(args):
 
 
 COMMANDS = {"train": _train, "evaluate": _evaluate, "translate": _translate,
-            "export": _export, "serve": _serve}
+            "attention-map": _attention_map, "export": _export,
+            "serve": _serve}

@@ -246,6 +246,43 @@ def _add_translate(commands):
                              "stdin)")
 
 
+# The file types `attention-map` writes, by suffix.
+ATTENTION_MAP_SUFFIXES = (".png", ".svg", ".pdf", ".html")
+
+
+def _add_attention_map(commands):
+    parser = commands.add_parser(
+        "attention-map", help="draw a translation's attention",
+        description="Translate one sentence and draw where each output "
+                    "piece looked in the source: a heatmap per head of a "
+                    "decoder layer and their average (.png, .svg, .pdf), "
+                    "or one self-contained interactive page with every "
+                    "layer and head (.html). With --url, the served "
+                    "model's translate_with_attention signature gives the "
+                    "last layer's heads averaged.",
+    )
+    _add_model_dir(parser)
+    _add_decoding(parser)
+    parser.add_argument("--url", default=None,
+                        help="ask a TF Serving REST server at this URL, "
+                             "e.g. http://localhost:8501, instead of "
+                             "loading --model-dir")
+    parser.add_argument("--model-name", default="translator",
+                        help="the served model's name, with --url "
+                             "(default: translator)")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds to wait for the server, with --url "
+                             "(default: 30)")
+    parser.add_argument("--layer", type=int, default=-1,
+                        help="the decoder layer a picture shows, counted "
+                             "from 0, negative from the end (default: -1, "
+                             "the last)")
+    parser.add_argument("-o", "--output", required=True, metavar="FILE",
+                        help="where to write: map.png, map.svg, map.pdf or "
+                             "map.html")
+    parser.add_argument("text", help="the sentence to translate")
+
+
 def _add_export(commands):
     parser = commands.add_parser(
         "export", help="write a SavedModel for TensorFlow Serving",
@@ -289,7 +326,7 @@ def build_parser():
                              "default (give it before the command)")
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
-    for add in (_add_train, _add_evaluate, _add_translate, _add_export,
-                _add_serve):
+    for add in (_add_train, _add_evaluate, _add_translate,
+                _add_attention_map, _add_export, _add_serve):
         add(commands)
     return parser

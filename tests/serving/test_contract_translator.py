@@ -107,3 +107,28 @@ def test_strings_are_written_as_raw_utf8(server_url, name):
     assert b"\\u2581" not in reply.raw
     (row,) = reply.json["predictions"]
     assert any("▁" in piece for piece in row["source_pieces"])
+
+
+def test_attention_map_over_rest_draws_the_served_attention(
+        server_url, name, in_process, tmp_path, capsys):
+    """`keras-attention attention-map --url` draws the attention the served
+    `translate_with_attention` returns: the page's matrix is the SavedModel's
+    own, run in-process, without padding and EOS."""
+    from keras_attention import cli
+    from keras_attention.visualize import read_data
+
+    page = tmp_path / "map.html"
+    assert cli.main(["attention-map", "--url", server_url, "--model-name",
+                     name, TEXTS[0], "-o", str(page)]) == 0
+    details = in_process[DETAILS]
+    assert capsys.readouterr().out == (
+        details["translation"][0].decode("utf-8") + "\n")
+    keep = [i for i, p in enumerate(decoded(details["pieces"][0]))
+            if p not in ("<pad>", "</s>")]
+    source = [j for j, p in enumerate(decoded(details["source_pieces"][0]))
+              if p not in ("<pad>", "</s>")]
+    want = details["attention"][0][np.ix_(keep, source)]
+    data = read_data(page.read_text("utf-8"))
+    np.testing.assert_allclose(np.asarray(data["attention"])[0, 0], want,
+                               atol=1e-6)
+

@@ -1,0 +1,36 @@
+"""Attention as pictures: matplotlib heatmaps and a standalone HTML viewer.
+
+- `plot_attention(weights (T, S), target_tokens, source_tokens)`: one
+  heatmap; `plot_heads` a grid of heads `(N, T, S)` and their average;
+  `plot_hops` bar charts of a memory network's hops `(K, M)`;
+  `plot_pooling` self-attentive pooling's hops `(num_hops, T)`. Each returns
+  a `matplotlib.figure.Figure` and saves PNG/SVG/PDF when given `path`.
+- `AttentionViewer(attention (L, N, T, S), target_tokens, source_tokens)`:
+  one self-contained interactive HTML page (`save`, `to_html`), shown
+  inline in Jupyter.
+- `plot_translation` / `translation_viewer`: the same for the result of
+  `TranslatorModule.translate_with_attention`, padding and EOS removed.
+- `clean_pieces`: SentencePiece pieces as labels ("▁" word starts removed,
+  continuation pieces shown as "·piece").
+
+Names load on first use, so `import keras_attention.visualize` does not
+import matplotlib.
+"""
+
+from keras_attention._lazy import lazy_exports
+
+_EXPORTS = {
+    "AttentionViewer": "viewer",
+    "clean_pieces": "labels",
+    "plot_attention": "heatmaps",
+    "plot_heads": "heatmaps",
+    "plot_hops": "heatmaps",
+    "plot_pooling": "heatmaps",
+    "plot_translation": "translation",
+    "read_data": "viewer",
+    "save": "heatmaps",
+    "translation_viewer": "translation",
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
