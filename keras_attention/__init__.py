@@ -26,6 +26,7 @@ _LAYER_NAMES = (
     "RelativeAttention",
     "ScaledDotAttention",
     "ScoreAttention",
+    "SelfAttentivePooling",
     "SinusoidalPositionEmbedding",
     "TransformerDecoder",
     "TransformerEncoder",

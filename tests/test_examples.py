@@ -4,6 +4,7 @@ import importlib.util
 import pathlib
 import re
 
+import numpy as np
 import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
@@ -61,3 +62,25 @@ def test_translate_multi30k_runs(tmp_path):
     ])
     assert set(results) == {1, 4}
     assert (tmp_path / "models" / "multi30k" / "1" / "saved_model.pb").exists()
+
+
+@pytest.mark.skipif(not (MULTI30K / "train.en.gz").exists(),
+                    reason="the shared Multi30k copy is not beside the clone")
+def test_self_attentive_retrieval_runs(capsys):
+    module = load("self_attentive_retrieval")
+    results = module.main([
+        "--data-dir", str(MULTI30K), "--train-size", "300",
+        "--test-size", "50", "--epochs", "1", "--units", "16",
+        "--embedding-dim", "16", "--verbose", "0",
+    ])
+    assert set(results) == {0.0, 1.0}
+    for figures in results.values():
+        assert 0.0 <= figures["recall@1"] <= figures["recall@5"] <= 1.0
+        assert 0.0 <= figures["overlap"] <= 1.0
+    assert "hop 0:" in capsys.readouterr().out
+    same = np.array([[[0.5, 0.5], [0.5, 0.5]]])
+    disjoint = np.array([[[1.0, 0.0], [0.0, 1.0]]])
+    assert module.hop_overlap(np.concatenate([same, disjoint])) == 0.5
+    similarity = np.array([[0.9, 0.1], [0.8, 0.2]])
+    assert module.recall_at(similarity, (1, 2)) == {1: 0.5, 2: 1.0}
+

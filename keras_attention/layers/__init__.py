@@ -11,6 +11,7 @@ from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttent
 from keras_attention.layers.relative_attention import RelativeAttention
 from keras_attention.layers.scaled_dot_attention import ScaledDotAttention
 from keras_attention.layers.score_attention import ScoreAttention
+from keras_attention.layers.self_attentive_pooling import SelfAttentivePooling
 from keras_attention.layers.sinusoidal_position_embedding import (
     SinusoidalPositionEmbedding,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "RelativeAttention",
     "ScaledDotAttention",
     "ScoreAttention",
+    "SelfAttentivePooling",
     "SinusoidalPositionEmbedding",
     "TransformerDecoder",
     "TransformerEncoder",
