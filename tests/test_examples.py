@@ -84,3 +84,18 @@ def test_self_attentive_retrieval_runs(capsys):
     similarity = np.array([[0.9, 0.1], [0.8, 0.2]])
     assert module.recall_at(similarity, (1, 2)) == {1: 0.5, 2: 1.0}
 
+
+def test_memory_network_babi_runs(tmp_path, capsys):
+    from keras_attention.text.babi import write_babi
+
+    train = write_babi(tmp_path / "train.txt", 2, 200, seed=1)
+    test = write_babi(tmp_path / "test.txt", 2, 50, seed=2)
+    results = load("memory_network_babi").main([
+        "--train-file", str(train), "--test-file", str(test),
+        "--epochs", "2", "--linear-epochs", "1", "--hops", "2", "--show", "1",
+    ])
+    assert 0.0 <= results["accuracy"] <= 1.0
+    assert len(results["hop_support"]) == 2
+    out = capsys.readouterr().out
+    assert "test answer accuracy" in out and "hop 2:" in out
+

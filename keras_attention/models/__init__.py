@@ -3,13 +3,24 @@
 The translators share one decoding protocol (see `keras_attention.decoding`):
 `encode`, `initial_cache`, `decode_step`. `TRANSLATORS` maps the names the
 command line uses (`--model`) to their classes; each class owns its
-`PRESETS`.
+`PRESETS`. `MemoryNetwork` (end-to-end memory network, bAbI) and
+`DualEncoder` (two encoders pooled by `SelfAttentivePooling`, for
+retrieval) are the other models.
 """
 
+from keras_attention.models.dual_encoder import DualEncoder
+from keras_attention.models.memory_network import MemoryNetwork
 from keras_attention.models.rnn_translator import RNNTranslator
 from keras_attention.models.transformer_translator import PRESETS
 from keras_attention.models.transformer_translator import TransformerTranslator
 
 TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
 
-__all__ = ["PRESETS", "RNNTranslator", "TRANSLATORS", "TransformerTranslator"]
+__all__ = [
+    "DualEncoder",
+    "MemoryNetwork",
+    "PRESETS",
+    "RNNTranslator",
+    "TRANSLATORS",
+    "TransformerTranslator",
+]

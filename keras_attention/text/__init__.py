@@ -9,6 +9,8 @@ from keras_attention._lazy import lazy_exports
 
 _EXPORTS = {
     "BOS_ID": "tokenizer",
+    "BabiSample": "babi",
+    "BabiVocabulary": "babi",
     "EOS_ID": "tokenizer",
     "MULTI30K_ALIASES": "corpora",
     "MULTI30K_LANGUAGES": "corpora",
@@ -20,9 +22,14 @@ _EXPORTS = {
     "SubwordTokenizer": "tokenizer",
     "load_corpus": "corpora",
     "load_multi30k": "corpora",
+    "generate_babi": "babi",
     "load_parallel": "parallel_files",
     "make_dataset": "pipeline",
+    "parse_babi": "babi",
+    "read_babi": "babi",
     "train_sentencepiece": "tokenizer",
+    "vectorize_babi": "babi",
+    "write_babi": "babi",
 }
 
 __all__ = sorted(_EXPORTS)
