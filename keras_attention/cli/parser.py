@@ -215,6 +215,22 @@ def _add_evaluate(commands):
                              "line")
 
 
+def _add_remote(parser):
+    """--url, --model-name, --timeout: a served translator instead of
+    --model-dir."""
+    parser.add_argument("--url", default=None,
+                        help="ask a TF Serving REST server (ours or the "
+                             "real one) at this URL, e.g. "
+                             "http://localhost:8501, instead of loading "
+                             "--model-dir")
+    parser.add_argument("--model-name", default="translator",
+                        help="the served model's name, with --url "
+                             "(default: translator)")
+    parser.add_argument("--timeout", type=float, default=30.0,
+                        help="seconds to wait for the server, with --url "
+                             "(default: 30)")
+
+
 def _add_translate(commands):
     parser = commands.add_parser(
         "translate", help="translate text",
@@ -230,17 +246,7 @@ def _add_translate(commands):
     parser.add_argument("--input", metavar="FILE", default=None,
                         help="read the sentences from FILE, one a line, "
                              "UTF-8 (default: stdin)")
-    parser.add_argument("--url", default=None,
-                        help="ask a TF Serving REST server (ours or the "
-                             "real one) at this URL, e.g. "
-                             "http://localhost:8501, instead of loading "
-                             "--model-dir")
-    parser.add_argument("--model-name", default="translator",
-                        help="the served model's name, with --url "
-                             "(default: translator)")
-    parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds to wait for the server, with --url "
-                             "(default: 30)")
+    _add_remote(parser)
     parser.add_argument("text", nargs="*",
                         help="sentences to translate (default: --input or "
                              "stdin)")
@@ -263,16 +269,7 @@ def _add_attention_map(commands):
     )
     _add_model_dir(parser)
     _add_decoding(parser)
-    parser.add_argument("--url", default=None,
-                        help="ask a TF Serving REST server at this URL, "
-                             "e.g. http://localhost:8501, instead of "
-                             "loading --model-dir")
-    parser.add_argument("--model-name", default="translator",
-                        help="the served model's name, with --url "
-                             "(default: translator)")
-    parser.add_argument("--timeout", type=float, default=30.0,
-                        help="seconds to wait for the server, with --url "
-                             "(default: 30)")
+    _add_remote(parser)
     parser.add_argument("--layer", type=int, default=-1,
                         help="the decoder layer a picture shows, counted "
                              "from 0, negative from the end (default: -1, "
