@@ -42,6 +42,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from keras_attention import visualize
 from keras_attention.models.dual_encoder import DualEncoder
 from keras_attention.text import load_multi30k
 
@@ -150,6 +151,17 @@ def show_hops(weights, tokens, vocabulary):
         print(f"    hop {hop}: {words}")
 
 
+def plot_hops(path, penalty, weights, tokens, vocabulary):
+    """The hops over the sentence's real tokens, one row each."""
+    path = pathlib.Path(path)
+    path = path.with_name(f"{path.stem}_penalty_{penalty:g}{path.suffix}")
+    length = int(np.sum(tokens > 0))
+    visualize.plot_pooling(
+        weights[:, :length], [vocabulary[t] for t in tokens[:length]],
+        title=f"self-attentive pooling, penalty {penalty:g}", path=path)
+    print(f"  hops drawn to {path}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--data-dir", default=None,
@@ -171,6 +183,10 @@ def main(argv=None):
     parser.add_argument("--max-length", type=int, default=24)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", type=int, default=2)
+    parser.add_argument("--plot", metavar="FILE", default=None,
+                        help="draw the first test sentence's hops for each "
+                        "penalty: FILE hops.png writes hops_penalty_0.png, "
+                        "...")
     args = parser.parse_args(argv)
     began = time.perf_counter()
     try:
@@ -215,6 +231,10 @@ def main(argv=None):
         print(f"  '{test[0][0]}'")
         show_hops(weights[0], test_data["source_tokens"][0],
                   layers[0].get_vocabulary())
+        if args.plot:
+            plot_hops(args.plot, penalty, weights[0],
+                      test_data["source_tokens"][0],
+                      layers[0].get_vocabulary())
 
     print(f"\nEnglish -> German retrieval among {len(test)} test sentences")
     print("  penalty  recall@1  recall@5  hop overlap  train s")
