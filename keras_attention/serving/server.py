@@ -302,11 +302,14 @@ class ModelServer:
         document = parse_json(await self._body(request))
         if not isinstance(document, dict):
             raise invalid(f"JSON Value: {_show(document)} Is not object")
-        signature_name = document.get("signature_name", "serving_default")
+        signature_name = document.get("signature_name", "")
         if not isinstance(signature_name, str):
             raise invalid(f"JSON Value: {_show(document)} not formatted "
                           "correctly. 'signature_name' key must be a string "
                           "value.")
+        # TF Serving reads an empty name in the ModelSpec as the default
+        # signature (predict_util.cc, classifier.cc, regressor.cc).
+        signature_name = signature_name or "serving_default"
         if api != "predict":
             # TF Serving reads the examples before it looks for the model.
             examples = serialized_examples(document)

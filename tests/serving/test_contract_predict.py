@@ -87,6 +87,8 @@ def test_signature_name_selects_the_signature(server_url):
     named = predict(server_url, {"signature_name": "serving_default",
                                  "instances": X})
     assert named == predict(server_url, {"instances": X})
+    # An empty name is the default signature, as in TF Serving's ModelSpec.
+    assert named == predict(server_url, {"signature_name": "", "instances": X})
     doubled = predict(server_url, {"signature_name": "sequence",
                                    "instances": X})
     assert_exact(doubled["predictions"], 2 * np.asarray(X, np.float32))
