@@ -242,17 +242,27 @@ class TransformerTranslator(keras.Model):
                return_attention_scores=False):
         """Logits `(B, T, V)` for a whole target prefix (teacher forcing),
         and, if asked, the last block's cross-attention `(B, N, T, S)`."""
+        x, scores = self._decode_blocks(decoder_tokens, memory, source_mask,
+                                        training)
+        logits = self._logits(x)
+        return (logits, scores[-1]) if return_attention_scores else logits
+
+    def _decode_blocks(self, decoder_tokens, memory, source_mask,
+                       training=None):
+        """The last block's states `(B, T, D)` and every block's
+        cross-attention `(B, N, T, S)`, teacher forced."""
         target_mask = ops.not_equal(decoder_tokens, self.pad_id)
         x = self._embed(self.target_embedding, decoder_tokens,
                         training=training)
+        scores = []
         for block in self.decoder_blocks:
-            x, scores = block(
+            x, block_scores = block(
                 x, memory, decoder_padding_mask=target_mask,
                 encoder_padding_mask=source_mask,
                 return_attention_scores=True, training=training,
             )
-        logits = self._logits(x)
-        return (logits, scores) if return_attention_scores else logits
+            scores.append(block_scores)
+        return x, scores
 
     def cross_attention(self, encoder_tokens, decoder_tokens):
         """Every decoder block's cross-attention, every head: float32
@@ -260,16 +270,8 @@ class TransformerTranslator(keras.Model):
         then the output but its last token). `[:, -1].mean(1)` is what
         `decode_step` reports."""
         memory, source_mask = self.encode(encoder_tokens)
-        x = self._embed(self.target_embedding, decoder_tokens)
-        target_mask = ops.not_equal(decoder_tokens, self.pad_id)
-        layers = []
-        for block in self.decoder_blocks:
-            x, scores = block(
-                x, memory, decoder_padding_mask=target_mask,
-                encoder_padding_mask=source_mask, return_attention_scores=True,
-            )
-            layers.append(ops.cast(scores, "float32"))  # (B, N, T, S)
-        return ops.stack(layers, axis=1)
+        _, scores = self._decode_blocks(decoder_tokens, memory, source_mask)
+        return ops.cast(ops.stack(scores, axis=1), "float32")
 
     def call(self, inputs, training=None):
         memory, source_mask = self.encode(inputs["encoder_tokens"], training)
