@@ -605,15 +605,28 @@ def test_attention_map_page_holds_every_layer_and_head(loaded, tmp_path,
     np.testing.assert_allclose(data["attention"], want, atol=1e-6)
 
 
-@pytest.mark.parametrize("layer, heads", [(-1, 1), (0, 0)])
+@pytest.mark.parametrize("layer", [-1, 0])
 def test_attention_map_picture_shows_the_chosen_layer(loaded, tmp_path,
-                                                      layer, heads):
+                                                      monkeypatch, layer):
     import matplotlib.image
 
+    from keras_attention.visualize import heatmaps
+
+    drawn = []
+    plot_heads = heatmaps.plot_heads
+
+    def spy(weights, *args, **kwargs):
+        drawn.append(np.asarray(weights))
+        return plot_heads(weights, *args, **kwargs)
+
+    monkeypatch.setattr(heatmaps, "plot_heads", spy)
     picture = tmp_path / "map.png"
     assert cli.main(["attention-map", "--model-dir", str(tmp_path / "model"),
                      "--layer", str(layer), "a dog", "-o", str(picture)]) == 0
     assert matplotlib.image.imread(picture).ndim == 3
+    want = loaded[0].attention("a dog")["attention"][layer, :, :2, :3]
+    (weights,) = drawn
+    np.testing.assert_allclose(weights, want)
 
 
 @pytest.mark.parametrize("flags, fragment", [
