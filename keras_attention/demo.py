@@ -92,7 +92,7 @@ def serve_and_ask(base_path, texts, port):
     port = _port(port)
     command = [sys.executable, "-m", "keras_attention.serving",
                "--model_name=translator", f"--model_base_path={base_path}",
-               f"--rest_api_port={port}"]
+               f"--rest_api_port={port}", "--port=0"]
     print("\n$ keras-attention serve " + " ".join(command[3:]))
     server = subprocess.Popen(command, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True,

@@ -1,37 +1,54 @@
-"""A client for TF Serving's REST API (ours or the real one), on the
-standard library's urllib: timeouts, and errors that carry the server's
-status and message."""
+"""A client for TF Serving (ours or the real one): its REST API on the
+standard library's urllib, or its gRPC API (`grpc://host:port`, see
+`grpc_client.py`) with the same methods and answers. Timeouts, and
+errors that carry the server's status and message."""
 
 import json
 import urllib.error
 import urllib.parse
 import urllib.request
 
+SCHEMES = ("http://", "https://", "grpc://")
+
 
 class ServingClientError(Exception):
     """The server answered with an error, or could not be reached.
 
-    `status` is the HTTP status (None when there was no answer)."""
+    `status` is the HTTP status (None when there was no answer, and over
+    gRPC); `code` the gRPC status code's name over gRPC."""
 
-    def __init__(self, message, status=None):
+    def __init__(self, message, status=None, code=None):
         super().__init__(message)
         self.status = status
+        self.code = code
 
 
 class Client:
-    """Talks to `url` (e.g. `http://localhost:8501`) about `model`.
+    """Talks to `url` about `model`: `http://localhost:8501` (REST) or
+    `grpc://localhost:8500` (gRPC; a `GrpcClient`, same methods and
+    answers).
 
     Example:
 
     >>> client = Client("http://localhost:8501", "translator", timeout=5)
     >>> client.model_url(label="stable")
     'http://localhost:8501/v1/models/translator/labels/stable'
+    >>> type(Client("grpc://localhost:8500", "translator")).__name__
+    'GrpcClient'
     """
 
+    def __new__(cls, url, *args, **kwargs):
+        if cls is Client and isinstance(url, str) and url.startswith(
+                "grpc://"):
+            from keras_attention.serving.grpc_client import GrpcClient
+
+            return super().__new__(GrpcClient)
+        return super().__new__(cls)
+
     def __init__(self, url, model, timeout=30.0):
-        if not url.startswith(("http://", "https://")):
-            raise ValueError(f"url must start with http:// or https://, "
-                             f"received: url={url!r}")
+        if not isinstance(url, str) or not url.startswith(SCHEMES):
+            raise ValueError(f"url must start with http://, https:// or "
+                             f"grpc://, received: url={url!r}")
         if not model:
             raise ValueError(f"model must be a model name, received: "
                              f"model={model!r}")

@@ -106,6 +106,12 @@ class ModelSpec:
 def model_specs_from_config(text, path="<model config>"):
     """The models a text-format `ModelServerConfig` lists."""
     config = _parse(text, model_server_config_pb2.ModelServerConfig(), path)
+    return model_specs_from_proto(config, path)
+
+
+def model_specs_from_proto(config, path="<model config>"):
+    """The models a `ModelServerConfig` message lists (`path` names where
+    it came from, in the messages)."""
     if config.WhichOneof("config") != "model_config_list":
         raise ValueError(f"{path}: expected a model_config_list, received: "
                          f"{config.WhichOneof('config')}")

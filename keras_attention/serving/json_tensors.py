@@ -1,9 +1,8 @@
-"""JSON <-> tensors, as TF Serving's REST API converts them
+"""JSON requests -> tensors, as TF Serving's REST API reads them
 (`util/json_tensor.cc`): request parsing with its checks and messages,
-the row ("instances") and columnar ("inputs") formats, tf.Example building
-for classify/regress, and output writing (floats with 6 significant digits
-unless more are needed, `.0` on whole numbers, bare NaN/Infinity, `_bytes`
-outputs as `{"b64": ...}`, strings written byte for byte).
+the row ("instances") and columnar ("inputs") formats of `:predict`, and
+the tf.Examples of `:classify`/`:regress`. Answers are written by
+`json_writer`.
 """
 
 import base64
@@ -27,6 +26,7 @@ _TYPE_NAMES = {
 }
 MAX_RANK = 32  # NumPy arrays hold at most 64 dimensions; no model needs 33
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
+_INT64 = np.iinfo(np.int64)
 # The JSON integers each dtype takes, as rapidjson's IsInt/IsInt64/IsUint/
 # IsUint64 test them; any other number is "not of expected type".
 _JSON_INTEGERS = {
@@ -291,3 +291,79 @@ def _row_columns(instances, specs):
                           f" list. JSON object: {_show(instance)} must only "
                           f"have keys: {','.join(names)}")
     return {name: np.stack(values) for name, values in columns.items()}
+
+
+# -- classify / regress requests ----------------------------------------------
+
+def _feature(name, value):
+    """A JSON feature value (scalar or flat list) as a `tf.train.Feature`."""
+    values = value if isinstance(value, list) else [value]
+    kinds = []
+    converted = []
+    for element in values:
+        if isinstance(element, str) or is_b64(element):
+            kinds.append("bytes")
+            converted.append(_scalar(element, tf.string))
+        elif isinstance(element, bool):
+            kinds.append("int64")
+            converted.append(int(element))
+        elif isinstance(element, int):
+            if element > _INT64.max or element < _INT64.min:
+                raise invalid(f"Feature: {name} has uint64 element. Only "
+                              "int64 is supported.")
+            kinds.append("int64")
+            converted.append(element)
+        elif isinstance(element, float):
+            if math.isfinite(element) and abs(element) > np.finfo(
+                    np.float32).max:
+                raise invalid(f"Cannot convert JSON value: {element} to float"
+                              " without loss of precision.")
+            kinds.append("float")
+            converted.append(element)
+        else:
+            kind = {type(None): "Null", list: "Array", dict: "Object"}.get(
+                type(element), "Unknown")
+            raise invalid(f"Feature: {name} has element with unexpected JSON "
+                          f"type: {kind}")
+        if kinds[-1] != kinds[0]:
+            raise invalid(f"Unexpected element type in feature: {name} "
+                          f"expecting type: {kinds[0]}")
+    if not kinds:
+        return tf.train.Feature()
+    if kinds[0] == "bytes":
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=converted))
+    if kinds[0] == "int64":
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=converted))
+    return tf.train.Feature(float_list=tf.train.FloatList(value=converted))
+
+
+def _example(value):
+    if not isinstance(value, dict):
+        raise invalid(f"Example must be JSON object but got JSON "
+                      f"{_json_type(value)}")
+    return tf.train.Example(features=tf.train.Features(feature={
+        name: _feature(name, feature) for name, feature in value.items()
+    }))
+
+
+def serialized_examples(document):
+    """The `examples` (with `context`) of a classify/regress request as
+    serialized tf.Examples, each `context + example` as TF Serving builds
+    them (an example's feature overrides a context feature)."""
+    if "examples" not in document:
+        raise invalid(f"JSON Value: {_show(document)} When method is "
+                      "classify, key 'examples' is expected and was not found")
+    examples = document["examples"]
+    if not isinstance(examples, list):
+        raise invalid(f"JSON Value: {_show(document)} Expecting 'examples' "
+                      "value to be an list/array")
+    if not examples:
+        raise invalid(f"JSON Value: {_show(document)} 'examples' value is an "
+                      "empty array")
+    context = b""
+    if "context" in document:
+        context = _example(document["context"]).SerializeToString()
+    serialized = np.empty(len(examples), dtype=object)
+    serialized[:] = [context + _example(e).SerializeToString()
+                     for e in examples]
+    return serialized

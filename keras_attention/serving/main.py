@@ -1,5 +1,5 @@
 """`keras-attention serve` / `python -m keras_attention.serving`: the
-command line of `tensorflow_model_server`, for the REST API."""
+command line of `tensorflow_model_server`, for its REST and gRPC APIs."""
 
 import argparse
 import errno
@@ -11,8 +11,8 @@ import sys
 # command's format, and exit with 2.
 PROG = "keras-attention"
 
-DESCRIPTION = """Serve SavedModels over TF Serving's REST API (the flags
-mirror tensorflow_model_server's). Either --model_name with
+DESCRIPTION = """Serve SavedModels over TF Serving's REST and gRPC APIs
+(the flags mirror tensorflow_model_server's). Either --model_name with
 --model_base_path, or --model_config_file."""
 
 
@@ -34,9 +34,20 @@ def add_arguments(parser):
     add("--host", default="127.0.0.1",
         help="address to bind (default: 127.0.0.1, this machine only; "
              "0.0.0.0 for every interface)")
-    add("--port", type=int, default=0,
-        help="gRPC port of tensorflow_model_server; accepted for "
-             "compatibility, but this server speaks REST only")
+    add("--port", type=int, default=8500,
+        help="port of the gRPC API, PredictionService and ModelService "
+             "(default: 8500, TF Serving's; 0: no gRPC)")
+    add("--grpc_max_threads", type=int, default=4 * (os.cpu_count() or 1),
+        help="gRPC requests worked on at once; more wait (default: 4 per "
+             "CPU, as TF Serving)")
+    add("--grpc_channel_arguments", default="",
+        help="comma-separated key=value gRPC server arguments, e.g. "
+             "grpc.max_receive_message_length=1048576 (default limit of a "
+             "request message: --max_request_bytes)")
+    add("--enable_model_warmup", type=_boolean, nargs="?", const=True,
+        default=True, metavar="true|false",
+        help="replay a version's assets.extra/tf_serving_warmup_requests "
+             "before it becomes AVAILABLE (default: true)")
     add("--model_name", default="default",
         help="name of the model when --model_base_path is given "
              "(default: 'default', as TF Serving)")
@@ -71,8 +82,9 @@ def add_arguments(parser):
         help="accepted for compatibility: labels here always resolve at "
              "request time")
     add("--max_request_bytes", type=int, default=64 << 20,
-        help="largest request body, after gzip inflation, in bytes; larger "
-             "ones answer 413 (default: 64 MiB)")
+        help="largest REST request body, after gzip inflation, and "
+             "largest gRPC request message, in bytes; larger ones answer "
+             "413 / RESOURCE_EXHAUSTED (default: 64 MiB)")
 
 
 def options_from_arguments(args):
@@ -102,13 +114,17 @@ def options_from_arguments(args):
     metrics_path = (config_lib.read_monitoring_config(
         args.monitoring_config_file) if args.monitoring_config_file else None)
     for flag in ("rest_api_timeout_in_ms", "rest_api_num_threads",
-                 "max_request_bytes"):
+                 "max_request_bytes", "grpc_max_threads"):
         if getattr(args, flag) < 1:
             raise ValueError(f"--{flag} must be >= 1, received: "
                              f"--{flag}={getattr(args, flag)}")
-    if not 0 <= args.rest_api_port < 65536:
-        raise ValueError("--rest_api_port must be in [0, 65535], received: "
-                         f"--rest_api_port={args.rest_api_port}")
+    for flag in ("rest_api_port", "port"):
+        if not 0 <= getattr(args, flag) < 65536:
+            raise ValueError(f"--{flag} must be in [0, 65535], received: "
+                             f"--{flag}={getattr(args, flag)}")
+    if args.port and args.port == args.rest_api_port:
+        raise ValueError("--port (gRPC) and --rest_api_port must differ, "
+                         f"received: both {args.port}")
     if args.file_system_poll_wait_seconds < 0:
         raise ValueError("--file_system_poll_wait_seconds must be >= 0 (0: "
                          "read the base paths once), "
@@ -124,7 +140,33 @@ def options_from_arguments(args):
         rest_api_timeout_in_ms=args.rest_api_timeout_in_ms,
         rest_api_num_threads=args.rest_api_num_threads,
         metrics_path=metrics_path, max_request_bytes=args.max_request_bytes,
+        port=args.port, grpc_max_threads=args.grpc_max_threads,
+        grpc_channel_arguments=channel_arguments(args.grpc_channel_arguments),
+        enable_model_warmup=args.enable_model_warmup,
     )
+
+
+def channel_arguments(text):
+    """`--grpc_channel_arguments` as (key, value) pairs; values that read
+    as integers are integers, as tensorflow_model_server passes them.
+
+    >>> channel_arguments("grpc.max_receive_message_length=1024,a=b")
+    (('grpc.max_receive_message_length', 1024), ('a', 'b'))
+    """
+    pairs = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, equals, value = item.partition("=")
+        if not equals or not key.strip():
+            raise ValueError("--grpc_channel_arguments must be comma-"
+                             "separated key=value pairs, received: "
+                             f"--grpc_channel_arguments={text}")
+        value = value.strip()
+        try:
+            value = int(value)
+        except ValueError:
+            pass
+        pairs.append((key.strip(), value))
+    return tuple(pairs)
 
 
 def _error(message):
@@ -134,12 +176,12 @@ def _error(message):
     return 2
 
 
-def _address_error(host, port, error):
+def _address_error(host, port, error, flag="--rest_api_port"):
     if error.errno == errno.EADDRINUSE:
         return (f"{host}:{port} is already in use (another server listens "
-                "there): choose another --rest_api_port or --host")
+                f"there): choose another {flag} or --host")
     reason = error.strerror or error
-    return f"cannot listen on {host}:{port} (--host, --rest_api_port): {reason}"
+    return f"cannot listen on {host}:{port} (--host, {flag}): {reason}"
 
 
 def check_address(host, port):
@@ -178,14 +220,14 @@ def serve(args):
         options = options_from_arguments(args)
     except (OSError, ValueError) as error:
         return _error(error)
-    try:
-        check_address(options.host, options.rest_api_port)
-    except OSError as error:  # socket.gaierror too: an unknown host name
-        return _error(_address_error(options.host, options.rest_api_port,
-                                     error))
-    if args.port:
-        log.warning("--port=%d (gRPC) is ignored: this server speaks REST "
-                    "only", args.port)
+    ports = [("--rest_api_port", options.rest_api_port)]
+    if options.port:
+        ports.append(("--port", options.port))
+    for flag, port in ports:
+        try:
+            check_address(options.host, port)
+        except OSError as error:  # socket.gaierror too: an unknown host
+            return _error(_address_error(options.host, port, error, flag))
     from keras_attention.serving.server import ModelServer
     from keras_attention.serving.server import run_server
 
@@ -207,6 +249,12 @@ def serve(args):
         server.close()
         return _error(_address_error(options.host, options.rest_api_port,
                                      error))
+    except RuntimeError as error:  # grpcio: "Failed to bind to address"
+        if "bind" not in str(error):
+            raise
+        server.close()
+        return _error(f"cannot listen on {options.host}:{options.port} "
+                      f"(--host, --port): {error}")
     return 0
 
 

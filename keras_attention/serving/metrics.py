@@ -1,7 +1,7 @@
 """Prometheus metrics under TF Serving's names and layout:
 `:tensorflow:serving:request_count{model_name,status}` (a counter) and the
 `:tensorflow:serving:request_latency` histogram (microseconds, labels
-model_name, API, entrypoint="REST"; successful requests only, as TF
+model_name, API, entrypoint "REST" or "GRPC"; successful requests only, as TF
 Serving records it).
 
 The page is Prometheus's text format as TF Serving writes it: `# TYPE`
@@ -38,9 +38,10 @@ class Metrics:
     def __init__(self):
         self._lock = threading.Lock()
         self._counts = {}  # (model, status) -> requests
-        self._latency = {}  # (model, api) -> [per-bucket counts..., sum]
+        # (model, api, entrypoint) -> [per-bucket counts..., sum]
+        self._latency = {}
 
-    def record(self, model_name, api, code, seconds):
+    def record(self, model_name, api, code, seconds, entrypoint="REST"):
         if not model_name:
             return
         with self._lock:
@@ -49,8 +50,9 @@ class Metrics:
             if code != "OK":
                 return
             micros = seconds * 1e6
-            row = self._latency.setdefault((model_name, api or ""),
-                                           [0] * (len(BUCKETS) + 1) + [0.0])
+            row = self._latency.setdefault(
+                (model_name, api or "", entrypoint),
+                [0] * (len(BUCKETS) + 1) + [0.0])
             row[bisect.bisect_left(BUCKETS, micros)] += 1
             row[-1] += micros
 
@@ -64,9 +66,9 @@ class Metrics:
             labels = _labels([("model_name", model), ("status", status)])
             lines.append(f"{REQUEST_COUNT}{labels} {value}")
         lines.append(f"# TYPE {REQUEST_LATENCY} histogram")
-        for (model, api), row in sorted(latency.items()):
+        for (model, api, entrypoint), row in sorted(latency.items()):
             common = [("model_name", model), ("API", api),
-                      ("entrypoint", "REST")]
+                      ("entrypoint", entrypoint)]
             cumulative = 0
             for bound, value in zip([*BUCKETS, "+Inf"], row[:-1]):
                 cumulative += value

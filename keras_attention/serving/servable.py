@@ -6,8 +6,8 @@ Serving."""
 
 import dataclasses
 import pathlib
+import re
 
-import numpy as np
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 from google.protobuf import json_format
@@ -31,22 +31,40 @@ class Signature:
     outputs: dict  # name -> tf.DType
     function: object
 
+    feed_names: dict = dataclasses.field(default_factory=dict)
+
     def __call__(self, arrays):
-        """Run on NumPy inputs; returns NumPy outputs."""
-        tensors = {}
-        for name, spec in self.inputs.items():
-            value = arrays[name]
-            if not spec.shape.is_compatible_with(np.shape(value)):
-                raise invalid(
-                    f"input {name!r} has shape {list(np.shape(value))}, but "
-                    f"signature {self.name!r} expects "
-                    f"{[d if d is not None else -1 for d in spec.shape]}")
-            tensors[name] = tf.constant(value, spec.dtype)
+        """Run on NumPy inputs; returns NumPy outputs.
+
+        The arrays' shapes are not compared with the shapes the signature
+        declares: as TF Serving, the model decides what it accepts (a TF1
+        SavedModel may declare [-1, 3] for a placeholder of any shape)."""
+        tensors = {name: tf.constant(arrays[name], spec.dtype)
+                   for name, spec in self.inputs.items()}
         try:
             outputs = self.function(**tensors)
         except tf.errors.InvalidArgumentError as error:
-            raise invalid(error.message) from None
+            raise invalid(op_message(error.message)) from None
         return {name: tensor.numpy() for name, tensor in outputs.items()}
+
+
+_EAGER_PREFIX = re.compile(
+    r"Graph execution error:\s*Detected at node .*? defined at \(most recent "
+    r"call last\):\n(?:<stack traces unavailable>\n|(?:[ \t].*\n)*)")
+_EAGER_SUFFIX = re.compile(r" \[Op:[^\]]*\]$")
+
+
+def op_message(message):
+    """An op's error as a TF Serving session reports it: without the
+    eager runtime's "Graph execution error" preamble (which names the
+    server's own frames) and its `[Op:__inference_...]` tag.
+
+    >>> op_message("Graph execution error:\\n\\nDetected at node M defined "
+    ...            "at (most recent call last):\\n<stack traces unavailable>"
+    ...            "\\nMatrix size-incompatible [Op:__inference_f_9]")
+    'Matrix size-incompatible'
+    """
+    return _EAGER_SUFFIX.sub("", _EAGER_PREFIX.sub("", message, count=1))
 
 
 def _meta_graph(path):
@@ -82,7 +100,8 @@ class Servable:
                        for key, info in signature_def.outputs.items()}
             self.signatures[name] = Signature(
                 name, signature_def.method_name, inputs, outputs,
-                self.model.signatures[name])
+                self.model.signatures[name],
+                {key: info.name for key, info in signature_def.inputs.items()})
 
     def metadata(self):
         """The `signature_def` map as TF Serving prints it (snake_case,

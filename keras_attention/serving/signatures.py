@@ -1,8 +1,11 @@
-"""The shape a signature needs for `:classify` and `:regress`, checked as
-TF Serving does when its method-name check is off (the default): one
-string input named `inputs`; `classes` and/or `scores` outputs for
-classify, one `outputs` output for regress."""
+"""What `:classify` and `:regress` need of a signature and of its
+outputs, checked as TF Serving does when its method-name check is off
+(the default): one string input named `inputs`; `classes` and/or
+`scores` outputs for classify, one `outputs` output for regress; then
+the outputs' shapes (`classifier.cc`, `regressor.cc`). Both transports
+write what these functions return."""
 
+import numpy as np
 import tensorflow as tf
 
 from keras_attention.serving.errors import invalid
@@ -44,3 +47,39 @@ def check_regress(signature):
     if signature.outputs["outputs"] != tf.float32:
         raise invalid("Expected output Tensor of DT_FLOAT.  Got: "
                       f"DT_{signature.outputs['outputs'].name.upper()}")
+
+
+def classification_rows(outputs, batch):
+    """Per example, its `(label bytes, score float)` pairs (b"" without a
+    `classes` output, 0.0 without `scores`)."""
+    classes = outputs.get("classes")
+    scores = outputs.get("scores")
+    reference = classes if classes is not None else scores
+    if np.ndim(reference) != 2:
+        raise invalid(f"Expected Tensor shape: [batch_size num_classes] but "
+                      f"got {list(np.shape(reference))}")
+    if np.shape(reference)[0] != batch:
+        raise invalid(f"Expected classes output batch size of {batch}. Got: "
+                      f"{np.shape(reference)[0]}")
+    if classes is not None and scores is not None and (
+            np.shape(classes)[1] != np.shape(scores)[1]):
+        raise invalid(f"Tensors class and score should match in dim_size(1)."
+                      f" Got {np.shape(classes)[1]} vs. {np.shape(scores)[1]}")
+    width = np.shape(reference)[1]
+    return [[(classes[index][k] if classes is not None else b"",
+              float(scores[index][k]) if scores is not None else 0.0)
+             for k in range(width)] for index in range(batch)]
+
+
+def regression_values(outputs, batch):
+    """Per example, its regression value (a float)."""
+    values = np.asarray(outputs["outputs"])
+    if values.ndim == 2 and values.shape[1] == 1:
+        values = values[:, 0]
+    if values.ndim != 1:
+        raise invalid("Expected output Tensor shape to be either [batch_size]"
+                      f" or [batch_size, 1] but got {list(values.shape)}")
+    if values.shape[0] != batch:
+        raise invalid("Input batch size did not match output batch size: "
+                      f"{batch} vs. {values.shape[0]}")
+    return [float(v) for v in values.tolist()]

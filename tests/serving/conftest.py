@@ -1,10 +1,11 @@
 """Fixtures of the serving tests: the model repository and a server.
 
 By default the tests start our server (`python -m keras_attention.serving`)
-on a free loopback port. With TF_SERVING_URL set they talk to that server
-instead, which must serve the repository written by
-`python -m tests.serving.model_repository` (see that module), found at
-TF_SERVING_MODEL_DIR.
+on free loopback ports (REST and gRPC). With TF_SERVING_URL (REST, e.g.
+http://localhost:8501) and/or TF_SERVING_GRPC (gRPC, e.g. localhost:8500)
+set they talk to that server instead, which must serve the repository
+written by `python -m tests.serving.model_repository` (see that module),
+found at TF_SERVING_MODEL_DIR; the tests of the API not given skip.
 """
 
 import contextlib
@@ -23,7 +24,10 @@ import pytest
 
 from tests.serving import model_repository
 
-EXTERNAL_URL = os.environ.get("TF_SERVING_URL")
+EXTERNAL_GRPC = os.environ.get("TF_SERVING_GRPC")
+# Either API of a real TF Serving: the tests then start no server.
+EXTERNAL_URL = os.environ.get("TF_SERVING_URL") or (
+    "" if EXTERNAL_GRPC else None)
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
@@ -37,11 +41,12 @@ def _reset_keras_state():
 
 @pytest.fixture(scope="session")
 def repository(tmp_path_factory):
-    if EXTERNAL_URL:
+    if EXTERNAL_URL is not None:
         root = os.environ.get("TF_SERVING_MODEL_DIR")
         if not root:
-            pytest.fail("TF_SERVING_URL is set: set TF_SERVING_MODEL_DIR to "
-                        "the folder that server serves")
+            pytest.fail("TF_SERVING_URL or TF_SERVING_GRPC is set: set "
+                        "TF_SERVING_MODEL_DIR to the folder that server "
+                        "serves")
         return pathlib.Path(root)
     prebuilt = os.environ.get("KERAS_ATTENTION_TEST_REPOSITORY")
     if prebuilt and (pathlib.Path(prebuilt) / "models.config").exists():
@@ -89,15 +94,18 @@ def wait_until_ready(url, process=None, timeout=180, model="numeric"):
 
 @contextlib.contextmanager
 def running_server(*flags, model="numeric"):
-    """Our server in a subprocess with `flags`; yields (url, process)."""
-    port = free_port()
+    """Our server in a subprocess with `flags`; yields (url, process).
+    Its gRPC API listens on `process.grpc_target` (host:port) unless the
+    flags say `--port=0`."""
+    port, grpc_port = free_port(), free_port()
     command = [sys.executable, "-m", "keras_attention.serving",
-               f"--rest_api_port={port}", *flags]
+               f"--rest_api_port={port}", f"--port={grpc_port}", *flags]
     environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=environment,
                                stdout=subprocess.DEVNULL,
                                stderr=subprocess.PIPE, text=True)
     url = f"http://127.0.0.1:{port}"
+    process.grpc_target = f"127.0.0.1:{grpc_port}"
     try:
         wait_until_ready(url, process, model=model)
         yield url, process
@@ -113,15 +121,31 @@ def running_server(*flags, model="numeric"):
 
 
 @pytest.fixture(scope="session")
-def server_url(repository):
-    """The URL of a server serving `repository` (batching off)."""
-    if EXTERNAL_URL:
-        yield EXTERNAL_URL.rstrip("/")
+def served(repository):
+    """(REST url, gRPC host:port) of a server serving `repository`
+    (batching off); either is None when a real TF Serving is named
+    without it."""
+    if EXTERNAL_URL is not None:
+        yield EXTERNAL_URL.rstrip("/") or None, EXTERNAL_GRPC
         return
     flags = [f"--model_config_file={repository / 'models.config'}",
              "--monitoring_config_file="
              f"{REPO_ROOT / 'serving' / 'monitoring.config'}"]
-    with running_server(*flags) as (url, _):
+    with running_server(*flags) as (url, process):
         for name in ("translator", "rnn_translator"):
             wait_until_ready(url, model=name)
-        yield url
+        yield url, process.grpc_target
+
+
+@pytest.fixture(scope="session")
+def server_url(served):
+    if served[0] is None:
+        pytest.skip("TF_SERVING_GRPC is set without TF_SERVING_URL")
+    return served[0]
+
+
+@pytest.fixture(scope="session")
+def grpc_target(served):
+    if served[1] is None:
+        pytest.skip("TF_SERVING_URL is set without TF_SERVING_GRPC")
+    return served[1]

@@ -36,7 +36,7 @@ from tests.serving.load_tools import write_batching_file
 from tests.serving.model_repository import TEXTS
 
 pytestmark = [
-    pytest.mark.skipif(bool(EXTERNAL_URL),
+    pytest.mark.skipif(EXTERNAL_URL is not None,
                        reason="load tests are about our server"),
     # One xdist worker runs a module, so its servers start once.
     pytest.mark.xdist_group("serving"),

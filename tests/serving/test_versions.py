@@ -12,9 +12,9 @@ from google.protobuf.message import DecodeError
 
 from keras_attention.serving.config import BatchingParameters
 from keras_attention.serving.config import ModelSpec
+from keras_attention.serving.core import ModelServer
+from keras_attention.serving.core import ServerOptions
 from keras_attention.serving.errors import ServingError
-from keras_attention.serving.server import ModelServer
-from keras_attention.serving.server import ServerOptions
 from keras_attention.serving.versions import ModelVersions
 from tests.serving.load_tools import wait_for
 
