@@ -168,6 +168,9 @@ class ModelServer:
         self._batchers_lock = threading.Lock()
         self._config_lock = threading.Lock()
         self.models = {}
+        # Models that left the config: their versions' END states stay
+        # visible to status requests, as in TF Serving's state monitor.
+        self._removed = {}
         self.metrics = Metrics()
         self._stop = threading.Event()
         self._poller = None
@@ -183,8 +186,10 @@ class ModelServer:
             for name in list(models):
                 if name not in names:
                     LOG.info("model %s left the config; unloading it", name)
-                    models.pop(name).unload_all()
+                    self._removed[name] = models.pop(name)
+                    self._removed[name].unload_all()
             for spec in specs:
+                self._removed.pop(spec.name, None)
                 if spec.name in models:
                     models[spec.name].update(spec)
                 else:
@@ -304,6 +309,9 @@ class ModelServer:
 
     def status(self, name, version=None):
         """The version statuses of model `name` (dicts, newest first)."""
+        removed = self._removed.get(name)
+        if removed is not None and name not in self.models:
+            return removed.status(version)
         return self.model(name, on_status=True).status(version)
 
     def servable(self, name, version=None, label=None):

@@ -16,6 +16,7 @@ import time
 
 import grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError
 from tensorflow.core.protobuf import meta_graph_pb2
 from tensorflow_serving.apis import classification_pb2
 from tensorflow_serving.apis import get_model_metadata_pb2
@@ -272,6 +273,44 @@ class ModelService(_Service, model_service_pb2_grpc.ModelServiceServicer):
         return await self._answer(context, "reload_config", None, work)
 
 
+PREDICTION_SERVICE = ("tensorflow.serving.PredictionService", {
+    "Predict": predict_pb2.PredictRequest,
+    "Classify": classification_pb2.ClassificationRequest,
+    "Regress": regression_pb2.RegressionRequest,
+    "MultiInference": inference_pb2.MultiInferenceRequest,
+    "GetModelMetadata": get_model_metadata_pb2.GetModelMetadataRequest,
+})
+MODEL_SERVICE = ("tensorflow.serving.ModelService", {
+    "GetModelStatus": get_model_status_pb2.GetModelStatusRequest,
+    "HandleReloadConfigRequest": model_management_pb2.ReloadConfigRequest,
+})
+
+
+def _handlers(servicer, service):
+    """The service's methods, each parsing its own request: a message
+    that is not the request type answers INTERNAL, as a C++ gRPC server
+    (TF Serving) answers it (grpcio's own parsing would say UNKNOWN)."""
+    name, requests = service
+
+    def method(handle, request_type):
+        async def parse_and_handle(data, context):
+            try:
+                request = request_type.FromString(data)
+            except DecodeError:
+                await context.abort(
+                    grpc.StatusCode.INTERNAL, "Failed to parse the request "
+                    f"as {request_type.DESCRIPTOR.full_name}")
+            return await handle(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(
+            parse_and_handle,
+            response_serializer=lambda message: message.SerializeToString())
+
+    return grpc.method_handlers_generic_handler(name, {
+        method_name: method(getattr(servicer, method_name), request_type)
+        for method_name, request_type in requests.items()})
+
+
 async def start_grpc_server(core):
     """Both services on `core.options.port`; returns the started
     `grpc.aio.Server`. Messages larger than `--max_request_bytes` are
@@ -284,12 +323,10 @@ async def start_grpc_server(core):
                       # A port in use is an error, not a second listener.
                       ("grpc.so_reuseport", 0),
                       *options.grpc_channel_arguments])
-    server = grpc.aio.server(options=list(arguments.items()))
     slots = asyncio.Semaphore(options.grpc_max_threads)
-    prediction_service_pb2_grpc.add_PredictionServiceServicer_to_server(
-        PredictionService(core, slots), server)
-    model_service_pb2_grpc.add_ModelServiceServicer_to_server(
-        ModelService(core, slots), server)
+    server = grpc.aio.server(options=list(arguments.items()), handlers=[
+        _handlers(PredictionService(core, slots), PREDICTION_SERVICE),
+        _handlers(ModelService(core, slots), MODEL_SERVICE)])
     address = f"{options.host}:{options.port}"
     if ":" in options.host:
         address = f"[{options.host}]:{options.port}"

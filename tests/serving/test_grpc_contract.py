@@ -7,6 +7,8 @@ Runs against our server, or a real TF Serving with TF_SERVING_GRPC
 (see conftest.py).
 """
 
+import json
+
 import grpc
 import numpy as np
 import pytest
@@ -25,6 +27,8 @@ from tensorflow_serving.apis import regression_pb2
 from keras_attention.serving import Client
 from keras_attention.serving import ServingClientError
 from tests.serving import http
+from tests.serving.model_repository import TEXTS
+from tests.serving.model_repository import TRANSLATIONS
 from tests.serving.numeric_model import expected_y
 
 X = np.array([[1.0, 2.0, 0.5], [-4.0, 0.5, 0.25], [0.0, 0.0, 0.0]],
@@ -431,3 +435,30 @@ def test_the_grpc_client_reports_the_servers_error(clients):
     assert caught.value.code == "NOT_FOUND"
     assert str(caught.value).endswith(
         ": NOT_FOUND: Servable not found for request: Specific(numeric, 7)")
+
+
+# -- the translators ----------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(TRANSLATIONS))
+def test_a_grpc_translation_is_the_rest_and_the_in_process_one(
+        grpc_target, server_url, repository, name):
+    expected = json.loads((repository / TRANSLATIONS[name]).read_text("utf-8"))
+    over_grpc = Client(f"grpc://{grpc_target}", name, timeout=120)
+    over_rest = Client(server_url, name, timeout=120)
+    translations = over_grpc.translate(TEXTS)
+    assert translations == [expected[text] for text in TEXTS]
+    assert translations == over_rest.translate(TEXTS)
+    details = over_grpc.predict(instances=TEXTS[:3],
+                                signature_name="translate_with_attention")
+    assert details == over_rest.predict(
+        instances=TEXTS[:3], signature_name="translate_with_attention")
+
+
+def test_a_raw_string_tensor_to_the_translator(predictions, repository):
+    expected = json.loads((repository / "translations.json").read_text())
+    request = predict_request({"text": np.array(TEXTS, dtype=object)},
+                              model="translator")
+    answer = outputs(predictions.Predict(request, timeout=120))
+    (name,) = answer  # the serving_default signature has one output
+    assert [t.decode("utf-8") for t in answer[name]] == [
+        expected[text] for text in TEXTS]
