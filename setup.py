@@ -33,6 +33,12 @@ setup(
         "sacrebleu>=2.4",
         # keras_attention.visualize: attention heatmaps (PNG, SVG, PDF).
         "matplotlib>=3.7",
+        # TF Serving's protos: the export writes its warm-up requests
+        # (PredictionLogs) into every SavedModel; the server and the
+        # grpc:// client speak its messages.
+        "tensorflow-serving-api~=2.20.0",
+        # TF Serving's gRPC API (server and client); TensorFlow needs it too.
+        "grpcio>=1.60",
     ],
     entry_points={
         "console_scripts": ["keras-attention=keras_attention.cli:main"],
@@ -54,11 +60,10 @@ setup(
         "torch": ["torch>=2.5"],
         # Beam search (sequence_beam_search with the GNMT length penalty).
         "official": ["tf-models-official==2.20.0"],
-        # The TF Serving-compatible REST server: aiohttp (HTTP server),
-        # tensorflow-serving-api (ModelServerConfig text format).
+        # The TF Serving-compatible server's REST API (aiohttp); its gRPC
+        # API needs only the base dependencies.
         "serving": [
             "aiohttp>=3.10",
-            "tensorflow-serving-api~=2.20.0",
         ],
     },
     classifiers=[

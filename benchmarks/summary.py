@@ -144,13 +144,14 @@ def _serving(record):
         f"{record.get('seconds_per_cell', '?')} s per cell; p50 and p99 of "
         "the requests' latencies.",
         "",
-        "| model | batching | concurrency | req/s | p50 ms | p99 ms "
+        "| model | API | batching | concurrency | req/s | p50 ms | p99 ms "
         "| errors |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in record["rows"]:
         lines.append(
-            f"| {row['model']} | {'on' if row['batching'] else 'off'} "
+            f"| {row['model']} | {row.get('api', 'rest')} "
+            f"| {'on' if row['batching'] else 'off'} "
             f"| {row['concurrency']} | {row['requests_per_s']:.1f} "
             f"| {row['p50_ms']:.2f} | {row['p99_ms']:.2f} "
             f"| {row['errors']} |")
@@ -165,6 +166,15 @@ def _serving(record):
             f"{model['overhead_p50_ms']:.2f} ms ({model['server_p50_ms']:.2f}"
             f" ms served at concurrency 1 − {model['in_process_p50_ms']:.2f}"
             " ms in process; target < 5 ms)")
+        if "grpc_overhead_p50_ms" in model:
+            lines.append(
+                f"- {model['model']} over gRPC: "
+                f"{model['grpc_over_rest_c32_batching_off']:.2f}× the REST "
+                "throughput at concurrency 32 with batching off, "
+                f"{model['grpc_over_rest_c32_batching_on']:.2f}× with it on "
+                "(target ≥ 2× for numeric); server overhead at p50 "
+                f"{model['grpc_overhead_p50_ms']:.2f} ms (target < 1 ms for "
+                "numeric)")
     return lines
 
 

@@ -150,23 +150,32 @@ def test_render_scaling(monkeypatch):
 
 
 def test_render_serving(monkeypatch):
-    rows = [{"model": "numeric", "batching": batching, "concurrency": 32,
-             "requests": requests, "requests_per_s": requests / 5.0,
-             "p50_ms": p50, "p99_ms": 2 * p50, "errors": 0}
-            for batching, requests, p50 in ((False, 6400, 23.64),
-                                            (True, 13802, 11.15))]
+    rows = [{"model": "numeric", "api": api, "batching": batching,
+             "concurrency": 32, "requests": requests,
+             "requests_per_s": requests / 5.0, "p50_ms": p50,
+             "p99_ms": 2 * p50, "errors": 0}
+            for api, batching, requests, p50 in (
+                ("rest", False, 6400, 23.64), ("rest", True, 13802, 11.15),
+                ("grpc", False, 12800, 12.5))]
     record = _record("serving_load", rows, seconds_per_cell=5.0, models=[{
         "model": "numeric", "batching_ratio_c32": 13802 / 6400,
         "in_process_p50_ms": 0.18, "server_p50_ms": 1.19,
-        "overhead_p50_ms": 1.01}])
+        "overhead_p50_ms": 1.01, "grpc_p50_ms": 0.98,
+        "grpc_overhead_p50_ms": 0.8, "grpc_over_rest_c32_batching_off": 2.0,
+        "grpc_over_rest_c32_batching_on": 1.5}])
     lines = _summary(monkeypatch).render(record)
     assert lines[6].startswith("Closed-loop clients in this process, the "
                                "server in another, 5.0 s per cell")
-    assert "| numeric | off | 32 | 1280.0 | 23.64 | 47.28 | 0 |" in lines
-    assert "| numeric | on | 32 | 2760.4 | 11.15 | 22.30 | 0 |" in lines
+    assert "| numeric | rest | off | 32 | 1280.0 | 23.64 | 47.28 | 0 |" in lines
+    assert "| numeric | rest | on | 32 | 2760.4 | 11.15 | 22.30 | 0 |" in lines
+    assert "| numeric | grpc | off | 32 | 2560.0 | 12.50 | 25.00 | 0 |" in lines
     assert ("- numeric: batching gives 2.16× the throughput at concurrency "
             "32 (target ≥ 3×); server overhead at p50 1.01 ms (1.19 ms "
             "served at concurrency 1 − 0.18 ms in process; target < 5 ms)"
+            ) in lines
+    assert ("- numeric over gRPC: 2.00× the REST throughput at concurrency 32"
+            " with batching off, 1.50× with it on (target ≥ 2× for numeric);"
+            " server overhead at p50 0.80 ms (target < 1 ms for numeric)"
             ) in lines
 
 

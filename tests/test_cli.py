@@ -643,3 +643,91 @@ def test_attention_map_mistakes_are_one_line(loaded, tmp_path, capsys,
     assert status == 2
     assert_one_line_error(capsys.readouterr().err, fragment)
 
+
+# -- tf-config, and train in an Indexed Job ------------------------------------
+
+INDEXED_JOB = {"JOB_COMPLETION_INDEX": "1", "KERAS_ATTENTION_WORKERS": "2",
+               "KERAS_ATTENTION_JOB_NAME": "translator-job",
+               "KERAS_ATTENTION_SERVICE": "translator-job-workers"}
+INDEXED_JOB_TF_CONFIG = {
+    "cluster": {"worker": ["translator-job-0.translator-job-workers:2222",
+                           "translator-job-1.translator-job-workers:2222"]},
+    "task": {"type": "worker", "index": 1},
+}
+
+
+def test_tf_config_prints_one_line_without_tensorflow(tmp_path, monkeypatch):
+    for name, value in INDEXED_JOB.items():
+        monkeypatch.setenv(name, value)
+    code = ("import json, sys\n"
+            "from keras_attention.cli import main\n"
+            "status = main(['tf-config'])\n"
+            "print(json.dumps([status, 'tensorflow' in sys.modules]),"
+            " file=sys.stderr)")
+    result = run(cwd=tmp_path, code=code)
+    assert json.loads(result.stderr) == [0, False]
+    (line,) = result.stdout.splitlines()
+    assert json.loads(line) == INDEXED_JOB_TF_CONFIG
+    assert run("tf-config", "--help", cwd=tmp_path).stdout.startswith(
+        "usage: keras-attention tf-config")
+
+
+@pytest.mark.parametrize("changes, fragment", [
+    ({"JOB_COMPLETION_INDEX": None}, "JOB_COMPLETION_INDEX is not set"),
+    ({"JOB_COMPLETION_INDEX": "2"}, "JOB_COMPLETION_INDEX must be an integer "
+     "from 0 to 1, received: JOB_COMPLETION_INDEX='2'"),
+    ({"KERAS_ATTENTION_PORT": "0"}, "received: KERAS_ATTENTION_PORT='0'"),
+])
+def test_tf_config_mistakes_are_one_line(monkeypatch, capsys, changes,
+                                         fragment):
+    for name, value in {**INDEXED_JOB, **changes}.items():
+        if value is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, value)
+    assert cli.main(["tf-config"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert_one_line_error(captured.err, fragment)
+
+
+@pytest.fixture
+def recorded_tf_config(training, monkeypatch):
+    """`train` whose `translator.train` records TF_CONFIG; TF_CONFIG and
+    the Indexed Job's variables are restored afterwards."""
+    from keras_attention import translator
+
+    seen = []
+    monkeypatch.setattr(translator, "train", lambda config: seen.append(
+        os.environ.get("TF_CONFIG")))
+    monkeypatch.setenv("TF_CONFIG", "")  # unset, and restored afterwards
+    for name in INDEXED_JOB:
+        monkeypatch.delenv(name, raising=False)
+    return training[0], seen
+
+
+def test_train_in_an_indexed_job_sets_tf_config(recorded_tf_config,
+                                                monkeypatch, capsys):
+    flags, seen = recorded_tf_config
+    assert cli.main(flags) == 0
+    assert seen == [""]  # not in a Job: left alone
+    for name, value in INDEXED_JOB.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(flags) == 0
+    assert json.loads(seen[-1]) == INDEXED_JOB_TF_CONFIG
+    assert "TF_CONFIG from the Indexed Job's environment" in (
+        capsys.readouterr().out)
+    # A TF_CONFIG already set (a TFJob sets it) is kept.
+    monkeypatch.setenv("TF_CONFIG", '{"cluster": {"worker": ["a:1"]}}')
+    assert cli.main(flags) == 0
+    assert seen[-1] == '{"cluster": {"worker": ["a:1"]}}'
+
+
+def test_train_in_an_incomplete_indexed_job_is_one_line(recorded_tf_config,
+                                                        monkeypatch, capsys):
+    flags, seen = recorded_tf_config
+    monkeypatch.setenv("KERAS_ATTENTION_WORKERS", "2")
+    assert cli.main(flags) == 2
+    assert_one_line_error(capsys.readouterr().err,
+                          "JOB_COMPLETION_INDEX is not set")
+    assert seen == []  # stopped before training

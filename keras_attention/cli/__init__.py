@@ -1,4 +1,5 @@
-"""The `keras-attention` command: train, evaluate, translate, export, serve.
+"""The `keras-attention` command: train, evaluate, translate, attention-map,
+export, serve, tf-config.
 
 Each command is a thin wrapper over `keras_attention.translator` or
 `keras_attention.serving`. Building the parser imports neither TensorFlow

@@ -9,6 +9,7 @@ user's mistakes.
 """
 
 import contextlib
+import json
 import os
 import sys
 
@@ -74,12 +75,26 @@ def _training_inputs(config):
     return paths
 
 
+def _set_indexed_job_tf_config():
+    """In a pod of deploy/training/indexed-job.yaml (TF_CONFIG unset,
+    KERAS_ATTENTION_WORKERS set): set TF_CONFIG from the Job's variables,
+    before TensorFlow loads."""
+    from keras_attention.training.cluster import indexed_job_tf_config
+
+    with user_errors(ValueError):
+        raw = indexed_job_tf_config()
+    if raw is not None:
+        os.environ["TF_CONFIG"] = raw
+        print(f"TF_CONFIG from the Indexed Job's environment: {raw}")
+
+
 def _train(args):
     from keras_attention.training.config import TrainingConfig
 
     with user_errors(ValueError, *PATH_ERRORS):
         config = config_from_arguments(TrainingConfig, args)
     inputs = _training_inputs(config)
+    _set_indexed_job_tf_config()
     from keras_attention import translator
     from keras_attention.text import CorpusError
 
@@ -280,6 +295,15 @@ def _serve(args):
     return serve(args)
 
 
+def _tf_config(args):
+    from keras_attention.training.cluster import tf_config_from_environment
+
+    with user_errors(ValueError):
+        config = tf_config_from_environment()
+    print(json.dumps(config))
+    return 0
+
+
 COMMANDS = {"train": _train, "evaluate": _evaluate, "translate": _translate,
             "attention-map": _attention_map, "export": _export,
-            "serve": _serve}
+            "serve": _serve, "tf-config": _tf_config}

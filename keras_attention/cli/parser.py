@@ -149,10 +149,28 @@ def _add_train(commands):
         description="Train a translator (a Transformer, or an RNN with "
                     "attention) on the embedded synthetic corpus, Multi30k "
                     "or your own files. The tf.distribute strategy comes "
-                    "from the environment (TF_CONFIG, GPUs); running again "
-                    "with the same --output-dir resumes a killed run.",
+                    "from the environment (TF_CONFIG, GPUs); without "
+                    "TF_CONFIG, a pod of an Indexed Job that sets "
+                    "KERAS_ATTENTION_WORKERS gets the TF_CONFIG that "
+                    "`tf-config` prints. Running again with the same "
+                    "--output-dir resumes a killed run.",
     )
     add_config_options(parser, TrainingConfig)
+
+
+def _add_tf_config(commands):
+    commands.add_parser(
+        "tf-config", help="print the TF_CONFIG of a worker of an Indexed Job",
+        description="Print, as one line of JSON, the TF_CONFIG of worker "
+                    "$JOB_COMPLETION_INDEX of $KERAS_ATTENTION_WORKERS in "
+                    "a Kubernetes Indexed Job whose pods "
+                    "$KERAS_ATTENTION_JOB_NAME-<index> answer under the "
+                    "headless Service $KERAS_ATTENTION_SERVICE, on port "
+                    "$KERAS_ATTENTION_PORT (default 2222); see "
+                    "deploy/training/. `train` sets the same TF_CONFIG "
+                    "itself when TF_CONFIG is unset and "
+                    "KERAS_ATTENTION_WORKERS is set.",
+    )
 
 
 def _add_model_dir(parser):
@@ -324,6 +342,6 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     for add in (_add_train, _add_evaluate, _add_translate,
-                _add_attention_map, _add_export, _add_serve):
+                _add_attention_map, _add_export, _add_serve, _add_tf_config):
         add(commands)
     return parser

@@ -3,9 +3,22 @@
 import pathlib
 import re
 
+import numpy as np
 import tensorflow as tf
 
 from keras_attention.export.translator_module import TranslatorModule
+
+# TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`):
+# each signature once with one sentence and once with a batch of three of
+# different lengths. One request per signature would do: the signatures
+# take `[None]` strings, so every batch size runs the same traced graph;
+# the first call of a loaded signature is what is slow (graph optimization,
+# kernel creation, the SentencePiece model read), and the second batch
+# also runs the padding and the longer decoding loop.
+WARMUP_BATCHES = (
+    ("the man sees the dog .",),
+    ("a woman is reading a book in the garden .", "", "two children play ."),
+)
 
 
 def next_version(model_directory):
@@ -18,7 +31,22 @@ def next_version(model_directory):
     return max(versions, default=0) + 1
 
 
-def export_translator(module, base_path, name="translator", version=None):
+def _write_warmup(path, name, signature_names):
+    """Write `WARMUP_BATCHES` for each signature as TF Serving's warm-up
+    file."""
+    from keras_attention.export.warmup_requests import predict_request
+    from keras_attention.export.warmup_requests import write_warmup_requests
+
+    requests = [
+        predict_request({"text": np.array(batch, dtype=object)},
+                        signature_name, model_name=name)
+        for signature_name in signature_names for batch in WARMUP_BATCHES
+    ]
+    return write_warmup_requests(path, requests)
+
+
+def export_translator(module, base_path, name="translator", version=None,
+                      warmup=True):
     """Save a `TranslatorModule` as a SavedModel at `BASE/NAME/VERSION/`.
 
     Signatures: `serving_default` (`text: string [batch]` ->
@@ -31,10 +59,17 @@ def export_translator(module, base_path, name="translator", version=None):
         base_path: TF Serving's `--model_base_path` parent.
         name: the model name (TF Serving's `--model_name`).
         version: a positive int; defaults to one more than the newest.
+        warmup: also write `assets.extra/tf_serving_warmup_requests`, a
+            few requests per signature (`WARMUP_BATCHES`) that TF Serving
+            (and `keras_attention.serving`) replays before the version
+            serves, so that its first request is not slow.
 
     Returns:
         The path written.
     """
+    if not isinstance(warmup, bool):
+        raise ValueError("`warmup` must be True or False, received: "
+                         f"warmup={warmup!r}")
     if not isinstance(module, TranslatorModule):
         raise ValueError("`module` must be a TranslatorModule, received: "
                          f"{type(module).__name__}")
@@ -56,5 +91,7 @@ def export_translator(module, base_path, name="translator", version=None):
     # path never sees a half-written version.
     staging = model_directory / f".{version}.partial"
     tf.saved_model.save(module, str(staging), signatures=signatures)
+    if warmup:
+        _write_warmup(staging, name, list(signatures))
     staging.rename(path)
     return path

@@ -26,7 +26,6 @@ from keras_attention.serving.versions import LOG
 from keras_attention.serving.versions import ModelVersions
 
 DEFAULT_SIGNATURE = "serving_default"
-WARMUP_FILE = "assets.extra/tf_serving_warmup_requests"
 
 
 @dataclasses.dataclass
@@ -56,6 +55,7 @@ def _servable_loader(enable_model_warmup):
     """`load(path, version)`: a `Servable`, warmed up when asked (TF
     Serving replays the warm-up requests before a version is
     AVAILABLE; a failure there fails the load)."""
+    from keras_attention.export.warmup_requests import warmup_path
     from keras_attention.serving.servable import Servable
 
     if not enable_model_warmup:
@@ -63,7 +63,7 @@ def _servable_loader(enable_model_warmup):
 
     def load(path, version):
         servable = Servable(path, version)
-        if not (servable.path / WARMUP_FILE).exists():
+        if not warmup_path(servable.path).exists():
             return servable
         from keras_attention.serving.warmup import warm_up
 

@@ -19,6 +19,7 @@ _EXPORTS = {
     "TransformerSchedule": "schedule",
     "describe": "strategy",
     "strategy_from_environment": "strategy",
+    "tf_config_from_environment": "cluster",
 }
 
 __all__ = sorted(_EXPORTS)

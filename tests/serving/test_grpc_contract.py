@@ -8,6 +8,8 @@ Runs against our server, or a real TF Serving with TF_SERVING_GRPC
 """
 
 import json
+import subprocess
+import sys
 
 import grpc
 import numpy as np
@@ -27,6 +29,7 @@ from tensorflow_serving.apis import regression_pb2
 from keras_attention.serving import Client
 from keras_attention.serving import ServingClientError
 from tests.serving import http
+from tests.serving.conftest import free_port
 from tests.serving.model_repository import TEXTS
 from tests.serving.model_repository import TRANSLATIONS
 from tests.serving.numeric_model import expected_y
@@ -462,3 +465,51 @@ def test_a_raw_string_tensor_to_the_translator(predictions, repository):
     (name,) = answer  # the serving_default signature has one output
     assert [t.decode("utf-8") for t in answer[name]] == [
         expected[text] for text in TEXTS]
+
+
+def test_grpc_latency_is_recorded_with_its_entrypoint(predictions,
+                                                      server_url):
+    predictions.Predict(predict_request({"x": X}), timeout=60)
+    reply = http.get(f"{server_url}/monitoring/prometheus/metrics")
+    if reply.status != 200:
+        pytest.skip("the server does not serve Prometheus metrics")
+    assert (':tensorflow:serving:request_latency_count{model_name="numeric",'
+            'API="predict",entrypoint="GRPC"}') in reply.text
+
+
+# -- the command line -----------------------------------------------------------
+
+def test_translate_with_a_grpc_url(grpc_target, repository, tmp_path):
+    expected = json.loads((repository / "translations.json").read_text())
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_attention", "translate", "--url",
+         f"grpc://{grpc_target}", "--model-name", "translator", TEXTS[0],
+         TEXTS[3]], cwd=tmp_path, capture_output=True, text=True,
+        timeout=180)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [expected[TEXTS[0]],
+                                          expected[TEXTS[3]]]
+
+
+def test_a_closed_grpc_port_is_one_line(tmp_path):
+    port = free_port()
+    result = subprocess.run(
+        [sys.executable, "-m", "keras_attention", "translate", "--url",
+         f"grpc://127.0.0.1:{port}", "--timeout", "5", "A dog runs."],
+        cwd=tmp_path, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"keras-attention: error: grpc://127.0.0.1:{port}"
+                           " GetModelMetadata: no answer")
+
+
+def test_the_readmes_grpc_snippet(grpc_target, server_url, capsys):
+    from tests.test_readme import python_blocks
+
+    (block,) = [block for block in python_blocks()
+                if "localhost:8500" in block]
+    exec(compile(block.replace("localhost:8500", grpc_target), "README.md",
+                 "exec"), {})  # noqa: S102
+    (expected,) = Client(server_url, "translator").translate(["A dog runs."])
+    # The snippet prints the array of translations (bytes).
+    assert repr(expected.encode()) in capsys.readouterr().out
