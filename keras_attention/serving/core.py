@@ -43,7 +43,10 @@ class ServerOptions:
     batching: object = None  # config.BatchingParameters, None = off
     rest_api_timeout_in_ms: int = 30000
     rest_api_num_threads: int = max(4, 2 * (os.cpu_count() or 1))
-    grpc_max_threads: int = 4 * (os.cpu_count() or 1)
+    # gRPC requests worked on at once (TF Serving's default is 4 per CPU,
+    # its gRPC threads; at least 32 here, so that with batching on a
+    # batch of 32 can fill while its requests wait).
+    grpc_max_threads: int = max(32, 4 * (os.cpu_count() or 1))
     grpc_channel_arguments: tuple = ()  # (key, value) pairs
     metrics_path: str = None
     max_request_bytes: int = 64 << 20

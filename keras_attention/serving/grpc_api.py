@@ -9,6 +9,12 @@ models, versions, signatures, value checks and batching are the core's,
 shared with REST. Errors carry TF Serving's status codes and messages
 (its handlers in `model_servers/` and `servables/tensorflow/`), the
 message cut at 1,024 characters as TF Serving's `ToGRPCStatus` does.
+
+The server is grpcio's asyncio server, in the event loop REST uses; at
+most `--grpc_max_threads` requests are worked on at once (TF Serving's
+flag bounds its gRPC threads). grpcio's thread-pool server was measured
+too and cost more CPU per request here with batching on (720-840 against
+515 us on 2 cores), as requests reached the batcher more slowly.
 """
 
 import asyncio

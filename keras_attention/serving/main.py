@@ -37,9 +37,11 @@ def add_arguments(parser):
     add("--port", type=int, default=8500,
         help="port of the gRPC API, PredictionService and ModelService "
              "(default: 8500, TF Serving's; 0: no gRPC)")
-    add("--grpc_max_threads", type=int, default=4 * (os.cpu_count() or 1),
+    add("--grpc_max_threads", type=int,
+        default=max(32, 4 * (os.cpu_count() or 1)),
         help="gRPC requests worked on at once; more wait (default: 4 per "
-             "CPU, as TF Serving)")
+             "CPU as TF Serving's gRPC threads, at least 32 so that batches "
+             "can fill)")
     add("--grpc_channel_arguments", default="",
         help="comma-separated key=value gRPC server arguments, e.g. "
              "grpc.max_receive_message_length=1048576 (default limit of a "
