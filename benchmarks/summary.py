@@ -209,7 +209,7 @@ def render(record):
         lines += _layers(record)
     elif "section" in first and "gflop_per_s" in first:
         lines += _scaling(record)
-    elif "concurrency" in first:
+    elif "concurrency" in first and "model" in first:
         lines += _serving(record)
     elif "ours_ms" in first:
         lines += _timings(record)
