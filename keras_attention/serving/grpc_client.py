@@ -110,13 +110,18 @@ class GrpcClient(Client):
             answer, preserving_proto_field_name=True,
             always_print_fields_with_no_presence=True)
 
-    def metadata(self, version=None, label=None):
+    def _signature_defs(self, version, label):
+        """(GetModelMetadataResponse, its SignatureDefMap)."""
         request = self._spec(
             get_model_metadata_pb2.GetModelMetadataRequest(
                 metadata_field=["signature_def"]), version, label)
         answer = self._call("GetModelMetadata", request)
         signatures = get_model_metadata_pb2.SignatureDefMap()
         answer.metadata["signature_def"].Unpack(signatures)
+        return answer, signatures
+
+    def metadata(self, version=None, label=None):
+        answer, signatures = self._signature_defs(version, label)
         as_dict = json_format.MessageToDict(
             signatures, preserving_proto_field_name=True,
             always_print_fields_with_no_presence=True)
@@ -132,12 +137,7 @@ class GrpcClient(Client):
         (asked once per version, label and signature)."""
         key = (version, label, signature_key(signature_name))
         if key not in self._signatures:
-            request = self._spec(
-                get_model_metadata_pb2.GetModelMetadataRequest(
-                    metadata_field=["signature_def"]), version, label)
-            answer = self._call("GetModelMetadata", request)
-            signatures = get_model_metadata_pb2.SignatureDefMap()
-            answer.metadata["signature_def"].Unpack(signatures)
+            _, signatures = self._signature_defs(version, label)
             signature = signatures.signature_def.get(key[2])
             if signature is None:
                 raise ServingClientError(
