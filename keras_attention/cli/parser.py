@@ -237,10 +237,10 @@ def _add_remote(parser):
     """--url, --model-name, --timeout: a served translator instead of
     --model-dir."""
     parser.add_argument("--url", default=None,
-                        help="ask a TF Serving REST server (ours or the "
-                             "real one) at this URL, e.g. "
-                             "http://localhost:8501, instead of loading "
-                             "--model-dir")
+                        help="ask a TF Serving server (ours or the real "
+                             "one) at this URL, REST (http://localhost:8501)"
+                             " or gRPC (grpc://localhost:8500), instead of "
+                             "loading --model-dir")
     parser.add_argument("--model-name", default="translator",
                         help="the served model's name, with --url "
                              "(default: translator)")
@@ -320,8 +320,9 @@ def _add_serve(commands):
     from keras_attention.serving.main import add_arguments
 
     parser = commands.add_parser(
-        "serve", help="serve SavedModels over TF Serving's REST API",
-        description="A TF Serving-compatible REST server; the flags mirror "
+        "serve", help="serve SavedModels over TF Serving's REST and gRPC APIs",
+        description="A TF Serving-compatible server (REST and gRPC); the "
+                    "flags mirror "
                     "tensorflow_model_server's. Needs the serving extra: "
                     "pip install 'keras-attention[serving]'.",
     )

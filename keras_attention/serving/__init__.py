@@ -1,8 +1,10 @@
-"""A TF Serving-compatible REST server for SavedModels, and its client.
+"""A TF Serving-compatible server for SavedModels (its REST and gRPC
+APIs), and its client.
 
 `keras-attention serve --model_base_path models/translator --model_name
 translator` serves the exported translator; `Client` speaks the same REST
-API to this server or to a real `tensorflow_model_server`. The server
+(`http://`) or gRPC (`grpc://`) API to this server or to a real
+`tensorflow_model_server`. The server
 knows nothing of the translator: it serves any SavedModel.
 """
 
