@@ -5,9 +5,12 @@ The translators share one decoding protocol (see `keras_attention.decoding`):
 command line uses (`--model`) to their classes; each class owns its
 `PRESETS`. `MemoryNetwork` (end-to-end memory network, bAbI) and
 `DualEncoder` (two encoders pooled by `SelfAttentivePooling`, for
-retrieval) are the other models.
+retrieval) are the other models, with `BertEncoder` / `BertPretrainer`
+(the BERT encoder and its masked-LM + next-sentence pretraining heads).
 """
 
+from keras_attention.models.bert_encoder import BertEncoder
+from keras_attention.models.bert_pretrainer import BertPretrainer
 from keras_attention.models.dual_encoder import DualEncoder
 from keras_attention.models.memory_network import MemoryNetwork
 from keras_attention.models.rnn_translator import RNNTranslator
@@ -17,6 +20,8 @@ from keras_attention.models.transformer_translator import TransformerTranslator
 TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
 
 __all__ = [
+    "BertEncoder",
+    "BertPretrainer",
     "DualEncoder",
     "MemoryNetwork",
     "PRESETS",
