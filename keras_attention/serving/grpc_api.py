@@ -41,16 +41,74 @@ from keras_attention.serving.core import read_inputs
 from keras_attention.serving.core import signature_key
 from keras_attention.serving.errors import ServingError
 from keras_attention.serving.errors import invalid
+from keras_attention.serving.servable import CLASSIFY
+from keras_attention.serving.servable import REGRESS
 from keras_attention.serving.signatures import check_classify
 from keras_attention.serving.signatures import check_regress
 from keras_attention.serving.signatures import classification_rows
 from keras_attention.serving.signatures import regression_values
 from keras_attention.serving.versions import LOG
 
-CLASSIFY = "tensorflow/serving/classify"
-REGRESS = "tensorflow/serving/regress"
 SIGNATURE_DEF = "signature_def"
 _MESSAGE_LIMIT = 1024
+
+
+# -- what a request asks, checked: shared with the warm-up replay --------------
+
+def predict_call(servable, request):
+    """(signature name, signature, input arrays, output names) of a
+    `PredictRequest` to `servable`, checked as TF Serving's `RunPredict`
+    checks it."""
+    name = signature_key(request.model_spec.signature_name)
+    signature = servable.signatures.get(name)
+    if signature is None:
+        raise ServingError("FAILED_PRECONDITION",
+                           f'Serving signature key "{name}" not found.')
+    inputs = read_inputs(signature, request.inputs, protos.to_array)
+    names = output_names(signature, request.output_filter)
+    check_dtypes(signature, inputs)
+    return name, signature, inputs, names
+
+
+def examples_call(servable, request, api):
+    """(signature, serialized examples) of a Classification- or
+    RegressionRequest (`api` "classify" or "regress")."""
+    name = signature_key(request.model_spec.signature_name)
+    signature = servable.signatures.get(name)
+    if signature is None:
+        raise invalid(f"No signature was found with the name: {name}")
+    (check_classify if api == "classify" else check_regress)(signature)
+    return signature, protos.examples_from_input(request.input)
+
+
+def multi_inference_calls(servable, request):
+    """(signatures, serialized examples) of a `MultiInferenceRequest`,
+    its tasks checked as `TensorFlowMultiInferenceRunner::Infer` does."""
+    tasks = request.tasks
+    model_name = tasks[0].model_spec.name if tasks else ""
+    signatures = []
+    for task in tasks:
+        if not task.model_spec.name:
+            raise invalid("Found ModelSpec with an empty model name.")
+        if task.model_spec.name != model_name:
+            raise invalid("All ModelSpecs in a MultiInferenceRequest must "
+                          "access the same model name.")
+        name = signature_key(task.model_spec.signature_name)
+        if name in [s.name for s in signatures]:
+            raise invalid(f"Duplicate evaluation of signature: {name}")
+        signature = servable.signatures.get(name)
+        if signature is None:
+            raise invalid(f"Requested signature not found in model graph: "
+                          f"{name}")
+        if task.method_name == CLASSIFY:
+            check_classify(signature)
+        elif task.method_name == REGRESS:
+            check_regress(signature)
+        else:
+            raise ServingError("UNIMPLEMENTED", "Unsupported signature "
+                               f"method_name: {task.method_name}")
+        signatures.append(signature)
+    return signatures, protos.examples_from_input(request.input)
 
 
 class _Service:
@@ -101,15 +159,7 @@ class PredictionService(_Service,
         async def work(timeout):
             spec = request.model_spec
             servable = self._servable(spec)
-            name = signature_key(spec.signature_name)
-            signature = servable.signatures.get(name)
-            if signature is None:
-                raise ServingError("FAILED_PRECONDITION",
-                                   f'Serving signature key "{name}" not '
-                                   "found.")
-            inputs = read_inputs(signature, request.inputs, protos.to_array)
-            names = output_names(signature, request.output_filter)
-            check_dtypes(signature, inputs)
+            name, signature, inputs, names = predict_call(servable, request)
             outputs = await self._run(servable, signature, inputs, timeout)
             response = predict_pb2.PredictResponse()
             protos.fill_model_spec(response.model_spec, spec.name, name,
@@ -127,14 +177,7 @@ class PredictionService(_Service,
         async def work(timeout):
             spec = request.model_spec
             servable = self._servable(spec)
-            signature = servable.signatures.get(
-                signature_key(spec.signature_name))
-            if signature is None:
-                raise invalid("No signature was found with the name: "
-                              f"{signature_key(spec.signature_name)}")
-            (check_classify if api == "classify" else check_regress)(
-                signature)
-            examples = protos.examples_from_input(request.input)
+            signature, examples = examples_call(servable, request, api)
             outputs = await self._run(servable, signature,
                                       {"inputs": examples}, timeout)
             if api == "classify":
@@ -168,30 +211,7 @@ class PredictionService(_Service,
             # TF Serving finds the servable of the first task's ModelSpec.
             servable = self._servable(tasks[0].model_spec) if tasks else (
                 self.core.servable(""))
-            signatures = []
-            for task in tasks:
-                if not task.model_spec.name:
-                    raise invalid("Found ModelSpec with an empty model name.")
-                if task.model_spec.name != model_name:
-                    raise invalid("All ModelSpecs in a MultiInferenceRequest "
-                                  "must access the same model name.")
-                name = signature_key(task.model_spec.signature_name)
-                if name in [s.name for s in signatures]:
-                    raise invalid(f"Duplicate evaluation of signature: {name}")
-                signature = servable.signatures.get(name)
-                if signature is None:
-                    raise invalid("Requested signature not found in model "
-                                  f"graph: {name}")
-                if task.method_name == CLASSIFY:
-                    check_classify(signature)
-                elif task.method_name == REGRESS:
-                    check_regress(signature)
-                else:
-                    raise ServingError(
-                        "UNIMPLEMENTED", "Unsupported signature method_name: "
-                        f"{task.method_name}")
-                signatures.append(signature)
-            examples = protos.examples_from_input(request.input)
+            signatures, examples = multi_inference_calls(servable, request)
             runs = await asyncio.gather(*(
                 self._run(servable, signature, {"inputs": examples}, timeout)
                 for signature in signatures))

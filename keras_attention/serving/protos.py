@@ -14,9 +14,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 from tensorflow.core.protobuf import error_codes_pb2
-from tensorflow_serving.apis import classification_pb2
 from tensorflow_serving.apis import get_model_status_pb2
-from tensorflow_serving.apis import regression_pb2
 
 from keras_attention.serving.core import signature_key
 from keras_attention.serving.errors import ServingError
@@ -117,15 +115,6 @@ def fill_regression(result, values):
     for value in values:
         result.regressions.add(value=value)
     return result
-
-
-def classification_result(rows):
-    return fill_classification(classification_pb2.ClassificationResult(),
-                               rows)
-
-
-def regression_result(values):
-    return fill_regression(regression_pb2.RegressionResult(), values)
 
 
 def version_status(status, proto):

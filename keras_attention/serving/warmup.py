@@ -41,19 +41,13 @@ from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_attention.export.warmup_requests import MAX_RECORDS
 from keras_attention.export.warmup_requests import warmup_path
-from keras_attention.serving.core import check_dtypes
-from keras_attention.serving.core import output_names
-from keras_attention.serving.core import read_inputs
-from keras_attention.serving.core import signature_key
 from keras_attention.serving.errors import ServingError
-from keras_attention.serving.protos import examples_from_input
-from keras_attention.serving.signatures import check_classify
-from keras_attention.serving.signatures import check_regress
+from keras_attention.serving.grpc_api import examples_call
+from keras_attention.serving.grpc_api import multi_inference_calls
+from keras_attention.serving.grpc_api import predict_call
 
 LOG = logging.getLogger("keras_attention.serving")
 
-CLASSIFY = "tensorflow/serving/classify"
-REGRESS = "tensorflow/serving/regress"
 
 # gRPC code name -> the TensorFlow exception that carries it.
 _ERRORS = {
@@ -113,88 +107,23 @@ def read_warmup_requests(saved_model_dir):
 
 
 # -- replay --------------------------------------------------------------------
-def _signature(servable, name, missing):
-    signature = servable.signatures.get(signature_key(name))
-    if signature is None:
-        raise missing(signature_key(name))
-    return signature
-
-
-def _decode(proto, alias):
-    """A request's TensorProto as an array (TF Serving's GetInputValues
-    message when it is not a valid tensor)."""
-    try:
-        return tf.make_ndarray(proto)
-    except (TypeError, ValueError):
-        raise ServingError("INVALID_ARGUMENT",
-                           f"tensor parsing error: {alias}") from None
-
-
-def _run_predict(servable, request):
-    """A predict request, checked as the server checks one (the same
-    functions, so the same messages)."""
-    signature = _signature(servable, request.model_spec.signature_name,
-                           lambda name: _error(
-                               "FAILED_PRECONDITION",
-                               f'Serving signature key "{name}" not found.'))
-    arrays = read_inputs(signature, request.inputs, _decode)
-    output_names(signature, request.output_filter)
-    check_dtypes(signature, arrays)
-    signature(arrays)
-
-
-def _run_examples(servable, model_spec, example_input, method):
-    """A classify or regress request: the signature's one `inputs` input
-    gets the serialized examples."""
-    signature = _signature(servable, model_spec.signature_name,
-                           lambda name: _error(
-                               "INVALID_ARGUMENT",
-                               f"No signature was found with the name: {name}"))
-    (check_classify if method == CLASSIFY else check_regress)(signature)
-    signature({"inputs": examples_from_input(example_input)})
-
-
-def _run_multi_inference(servable, request):
-    """Each task's signature on the request's examples, after TF Serving's
-    checks of the tasks (TensorFlowMultiInferenceRunner::Infer)."""
-    model_names, signature_names = set(), set()
-    for task in request.tasks:
-        if not task.model_spec.name:
-            raise _error("INVALID_ARGUMENT",
-                         "Found ModelSpec with an empty model name.")
-        model_names.add(task.model_spec.name)
-        if len(model_names) > 1:
-            raise _error("INVALID_ARGUMENT", "All ModelSpecs in a "
-                         "MultiInferenceRequest must access the same model "
-                         "name.")
-        name = signature_key(task.model_spec.signature_name)
-        if name in signature_names:
-            raise _error("INVALID_ARGUMENT",
-                         f"Duplicate evaluation of signature: {name}")
-        signature_names.add(name)
-        if name not in servable.signatures:
-            raise _error("INVALID_ARGUMENT", "Requested signature not found "
-                         f"in model graph: {name}")
-        if task.method_name not in (CLASSIFY, REGRESS):
-            raise _error("UNIMPLEMENTED", "Unsupported signature method_name:"
-                         f" {task.method_name}")
-    for task in request.tasks:
-        _run_examples(servable, task.model_spec, request.input,
-                      task.method_name)
-
-
 def run_warmup_request(servable, log):
     """Replay one `PredictionLog` on `servable`; False when the log holds
     no request (nothing ran)."""
     kind = log.WhichOneof("log_type")
     if kind == "predict_log":
-        _run_predict(servable, log.predict_log.request)
+        _, signature, inputs, _ = predict_call(servable,
+                                               log.predict_log.request)
+        signature(inputs)
     elif kind in ("classify_log", "regress_log"):
-        request = getattr(log, kind).request
-        _run_examples(servable, request.model_spec, request.input,
-                      CLASSIFY if kind == "classify_log" else REGRESS)
+        signature, examples = examples_call(
+            servable, getattr(log, kind).request, kind[:-len("_log")])
+        signature({"inputs": examples})
     elif kind == "multi_inference_log":
-        _run_multi_inference(servable, log.multi_inference_log.request)
+        signatures, examples = multi_inference_calls(
+            servable, log.multi_inference_log.request)
+        for signature in signatures:
+            signature({"inputs": examples})
     elif kind is not None:  # session_run_log, predict_streamed_log
         number = log.DESCRIPTOR.fields_by_name[kind].number
         raise _error("UNIMPLEMENTED",

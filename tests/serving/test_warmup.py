@@ -18,6 +18,8 @@ from tensorflow_serving.apis import regression_pb2
 from keras_attention.export.warmup_requests import predict_request
 from keras_attention.export.warmup_requests import write_warmup_requests
 from keras_attention.serving import warmup
+from keras_attention.serving.servable import CLASSIFY
+from keras_attention.serving.servable import REGRESS
 from keras_attention.serving.servable import Servable
 from keras_attention.serving.warmup import read_warmup_requests
 from keras_attention.serving.warmup import warm_up
@@ -74,8 +76,8 @@ def _regress(rows, signature_name="regress"):
 
 def _multi_inference(rows):
     request = inference_pb2.MultiInferenceRequest(input=_input(rows))
-    for name, method in (("classify", warmup.CLASSIFY),
-                         ("regress", warmup.REGRESS)):
+    for name, method in (("classify", CLASSIFY),
+                         ("regress", REGRESS)):
         task = request.tasks.add(method_name=method)
         task.model_spec.name = "numeric"
         task.model_spec.signature_name = name
