@@ -39,6 +39,9 @@ setup(
         "tensorflow-serving-api~=2.20.0",
         # TF Serving's gRPC API (server and client); TensorFlow needs it too.
         "grpcio>=1.60",
+        # The 8x8 digits that ship with scikit-learn: the Image Transformer
+        # and the Show-Attend-Tell captioner train on them offline.
+        "scikit-learn>=1.3",
     ],
     entry_points={
         "console_scripts": ["keras-attention=keras_attention.cli:main"],
