@@ -12,6 +12,9 @@ from keras_attention.layers.relative_attention import RelativeAttention
 from keras_attention.layers.scaled_dot_attention import ScaledDotAttention
 from keras_attention.layers.score_attention import ScoreAttention
 from keras_attention.layers.self_attentive_pooling import SelfAttentivePooling
+from keras_attention.layers.sequential_local_attention_2d import (
+    SequentialLocalAttention2D,
+)
 from keras_attention.layers.sinusoidal_position_embedding import (
     SinusoidalPositionEmbedding,
 )
@@ -31,6 +34,7 @@ __all__ = [
     "ScaledDotAttention",
     "ScoreAttention",
     "SelfAttentivePooling",
+    "SequentialLocalAttention2D",
     "SinusoidalPositionEmbedding",
     "TransformerDecoder",
     "TransformerEncoder",

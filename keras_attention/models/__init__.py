@@ -6,12 +6,15 @@ command line uses (`--model`) to their classes; each class owns its
 `PRESETS`. `MemoryNetwork` (end-to-end memory network, bAbI) and
 `DualEncoder` (two encoders pooled by `SelfAttentivePooling`, for
 retrieval) are the other models, with `BertEncoder` / `BertPretrainer`
-(the BERT encoder and its masked-LM + next-sentence pretraining heads).
+(the BERT encoder and its masked-LM + next-sentence pretraining heads)
+and `ImageTransformer` (pixel-by-pixel generation of small images with
+local 2-D or full causal attention).
 """
 
 from keras_attention.models.bert_encoder import BertEncoder
 from keras_attention.models.bert_pretrainer import BertPretrainer
 from keras_attention.models.dual_encoder import DualEncoder
+from keras_attention.models.image_transformer import ImageTransformer
 from keras_attention.models.memory_network import MemoryNetwork
 from keras_attention.models.rnn_translator import RNNTranslator
 from keras_attention.models.transformer_translator import PRESETS
@@ -23,6 +26,7 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "DualEncoder",
+    "ImageTransformer",
     "MemoryNetwork",
     "PRESETS",
     "RNNTranslator",

@@ -6,6 +6,8 @@ from keras_attention.ops.attention import masked_softmax
 from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
 from keras_attention.ops.cache import update_cache
+from keras_attention.ops.image_order import generation_order_2d
+from keras_attention.ops.image_order import local_memory_2d
 from keras_attention.ops.local import blocked_validity
 from keras_attention.ops.local import blocks_needed
 from keras_attention.ops.local import local_band_mask
@@ -38,11 +40,13 @@ __all__ = [
     "blocks_needed",
     "build_attention_mask",
     "causal_mask",
+    "generation_order_2d",
     "check_mask_shape",
     "head_diversity_penalty",
     "implicit_mask",
     "local_band_mask",
     "local_bias",
+    "local_memory_2d",
     "local_scores",
     "local_weighted_sum",
     "masked_softmax",
