@@ -5,11 +5,15 @@ model's cache, and stop at EOS or at the maximum length
 `ceil(length_ratio * source_length) + length_offset` (capped by
 `max_length`). Beam search is tf-models-official's `sequence_beam_search`
 (GNMT length penalty `((5 + |Y|) / 6)^alpha`); install the `official` extra.
+Encoder inputs that are not token ids (a captioner's images) have no
+source length: the caller passes `output_lengths`, each row's limit, and
+the inputs go to `model.encode` as they are.
 
 The decoding protocol: a model decodes here if it has
 
-- `encode(encoder_tokens) -> (memory, source_mask)`: `(B, S)` int ids to
-  whatever the decoder attends (`(B, S, M)`) and the source mask `(B, S)`;
+- `encode(encoder_tokens) -> (memory, source_mask)`: `(B, S)` int ids (or
+  any batch-major input, e.g. images, with `output_lengths`) to whatever
+  the decoder attends (`(B, S, M)`) and the source mask `(B, S)`;
 - `initial_cache(memory, source_mask, max_length) -> cache`: a nested
   structure of tensors, each with a leading batch axis (beam search tiles
   and reorders them per beam): a Transformer's key/value cache, an RNN's
@@ -26,10 +30,13 @@ The decoding protocol: a model decodes here if it has
   values, an RNN's memory); beam search then tiles them once instead of
   reordering them with the beams at every step.
 
-`TransformerTranslator` and `RNNTranslator` follow it.
+`TransformerTranslator`, `RNNTranslator` and `Captioner` (images in, S the
+feature map's locations) follow it.
 
 Letters: B batch, S source length, T output length, K beams.
 """
+
+import numbers
 
 import tensorflow as tf
 
@@ -50,6 +57,24 @@ def output_length(encoder_tokens, length_ratio=1.5, length_offset=10,
     return tf.minimum(length + length_offset, max_length)
 
 
+def _inputs_and_limits(encoder_inputs, output_lengths, length_ratio,
+                       length_offset, max_length, pad_id):
+    """`(encoder inputs, limits (B,) int32)`: token ids as int32 with the
+    limits `output_length` gives them or, when `output_lengths` (an int or
+    `(B,)` ints) is given, the inputs as they are (images, features) with
+    those limits, capped by `max_length`."""
+    if output_lengths is None:
+        encoder_inputs = tf.convert_to_tensor(encoder_inputs, tf.int32)
+        return encoder_inputs, output_length(
+            encoder_inputs, length_ratio, length_offset, max_length, pad_id)
+    if isinstance(output_lengths, numbers.Number):
+        _validation.positive_int("output_lengths", output_lengths)
+    encoder_inputs = tf.convert_to_tensor(encoder_inputs)
+    batch = tf.shape(encoder_inputs)[0]
+    limits = tf.broadcast_to(tf.cast(output_lengths, tf.int32), [batch])
+    return encoder_inputs, tf.minimum(limits, max_length)
+
+
 def _check(model, length_ratio, length_offset, max_length, bos_id, eos_id):
     for name in ("encode", "initial_cache", "decode_step"):
         if not callable(getattr(model, name, None)):
@@ -68,14 +93,20 @@ def _check(model, length_ratio, length_offset, max_length, bos_id, eos_id):
 
 
 def greedy_decode(model, encoder_tokens, *, bos_id, eos_id,
-                  length_ratio=1.5, length_offset=10, max_length=256):
+                  length_ratio=1.5, length_offset=10, max_length=256,
+                  output_lengths=None):
     """Greedy decoding with the model's cache.
 
     Args:
         model: a model that follows the decoding protocol (module docstring).
-        encoder_tokens: `(B, S)` int32 source ids (padded with `model.pad_id`).
+        encoder_tokens: `(B, S)` int32 source ids (padded with `model.pad_id`),
+            or, with `output_lengths`, any input `model.encode` takes.
         bos_id, eos_id: the target tokenizer's begin and end ids.
         length_ratio, length_offset, max_length: the output length limit.
+        output_lengths: None (the limit comes from the source lengths), or
+            an int or `(B,)` ints: the limit of each row, for inputs that
+            are not token ids (capped by `max_length`; the ratio and offset
+            are unused).
 
     Returns:
         `(tokens (B, T) int32, attention (B, T, S) float32)`: the output ids
@@ -85,13 +116,13 @@ def greedy_decode(model, encoder_tokens, *, bos_id, eos_id,
     """
     _check(model, length_ratio, length_offset, max_length, bos_id, eos_id)
     pad_id = model.pad_id
-    encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
+    encoder_tokens, limits = _inputs_and_limits(
+        encoder_tokens, output_lengths, length_ratio, length_offset,
+        max_length, pad_id)  # limits (B,)
     batch = tf.shape(encoder_tokens)[0]
-    source_length = tf.shape(encoder_tokens)[1]
-    limits = output_length(encoder_tokens, length_ratio, length_offset,
-                           max_length, pad_id)  # (B,)
     limit = tf.reduce_max(limits)
     memory, source_mask = model.encode(encoder_tokens)
+    source_length = tf.shape(source_mask)[1]
     cache = model.initial_cache(memory, source_mask, limit)
 
     def step(index, token, done, cache, tokens, attention):
@@ -131,11 +162,14 @@ def greedy_decode(model, encoder_tokens, *, bos_id, eos_id,
     return tokens, attention
 
 
-def forced_attention(model, encoder_tokens, tokens, *, bos_id):
+def forced_attention(model, encoder_tokens, tokens, *, bos_id,
+                     token_inputs=True):
     """The cross-attention `(B, T, S)` of given outputs `tokens (B, T)`
     (e.g. beam search's), by running the protocol's steps on them; rows
-    at `model.pad_id` positions are zeros."""
-    encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
+    at `model.pad_id` positions are zeros. `token_inputs=False` passes
+    encoder inputs that are not token ids (images) as they are."""
+    encoder_tokens = (tf.convert_to_tensor(encoder_tokens, tf.int32)
+                      if token_inputs else tf.convert_to_tensor(encoder_tokens))
     tokens = tf.convert_to_tensor(tokens, tf.int32)
     batch = tf.shape(tokens)[0]
     steps = tf.shape(tokens)[1]
@@ -155,7 +189,7 @@ def forced_attention(model, encoder_tokens, tokens, *, bos_id):
          tf.TensorArray(tf.float32, size=steps, element_shape=[None, None])),
     )
     attention = tf.transpose(attention.stack(), [1, 0, 2])  # (B, T, S)
-    attention = tf.reshape(attention, [batch, steps, tf.shape(encoder_tokens)[1]])
+    attention = tf.reshape(attention, [batch, steps, tf.shape(source_mask)[1]])
     real = tf.cast(tf.not_equal(tokens, model.pad_id), tf.float32)
     return attention * real[:, :, None]
 
@@ -197,7 +231,7 @@ def _merge(constant, varying):
 
 def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
                        beam_size=4, alpha=0.6, length_ratio=1.5,
-                       length_offset=10, max_length=256):
+                       length_offset=10, max_length=256, output_lengths=None):
     """Beam search with the GNMT length penalty, using the cache.
 
     The whole batch is searched at once (`B * beam_size` rows per step)
@@ -207,11 +241,13 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
 
     Args:
         model: a model that follows the decoding protocol (module docstring).
-        encoder_tokens: `(B, S)` int32 source ids.
+        encoder_tokens: `(B, S)` int32 source ids, or, with
+            `output_lengths`, any input `model.encode` takes.
         bos_id, eos_id: the target tokenizer's begin and end ids.
         beam_size: beams K.
         alpha: length penalty exponent (0 = none; 0.6 in GNMT).
         length_ratio, length_offset, max_length: the output length limit.
+        output_lengths: as in `greedy_decode`.
 
     Returns:
         `(B, T)` int32 ids of the best beam, without BOS, PAD after EOS.
@@ -221,10 +257,10 @@ def beam_search_decode(model, encoder_tokens, *, bos_id, eos_id,
     _check(model, length_ratio, length_offset, max_length, bos_id, eos_id)
     beam_size = _validation.positive_int("beam_size", beam_size)
     pad_id = model.pad_id
-    encoder_tokens = tf.convert_to_tensor(encoder_tokens, tf.int32)
+    encoder_tokens, limits = _inputs_and_limits(
+        encoder_tokens, output_lengths, length_ratio, length_offset,
+        max_length, pad_id)  # limits (B,)
     batch = tf.shape(encoder_tokens)[0]
-    limits = output_length(encoder_tokens, length_ratio, length_offset,
-                           max_length, pad_id)  # (B,)
     limit = tf.maximum(tf.reduce_max(limits), 1)
     memory, source_mask = model.encode(encoder_tokens)
     initial = model.initial_cache(memory, source_mask, limit)

@@ -8,11 +8,15 @@ command line uses (`--model`) to their classes; each class owns its
 retrieval) are the other models, with `BertEncoder` / `BertPretrainer`
 (the BERT encoder and its masked-LM + next-sentence pretraining heads)
 and `ImageTransformer` (pixel-by-pixel generation of small images with
-local 2-D or full causal attention).
+local 2-D or full causal attention). `Captioner` (Show, Attend and Tell:
+a CNN's feature map read by an LSTM with soft attention) follows the
+decoding protocol too, so the translators' greedy and beam search caption
+images.
 """
 
 from keras_attention.models.bert_encoder import BertEncoder
 from keras_attention.models.bert_pretrainer import BertPretrainer
+from keras_attention.models.captioner import Captioner
 from keras_attention.models.dual_encoder import DualEncoder
 from keras_attention.models.image_transformer import ImageTransformer
 from keras_attention.models.memory_network import MemoryNetwork
@@ -25,6 +29,7 @@ TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
 __all__ = [
     "BertEncoder",
     "BertPretrainer",
+    "Captioner",
     "DualEncoder",
     "ImageTransformer",
     "MemoryNetwork",

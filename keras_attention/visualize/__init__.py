@@ -10,6 +10,9 @@
   inline in Jupyter.
 - `plot_translation` / `translation_viewer`: the same for the result of
   `TranslatorModule.translate_with_attention`, padding and EOS removed.
+- `plot_image_attention(image (H, W), attention (T, L), words, grid)`: a
+  captioner's attention over image locations, one panel per word
+  (`upsample_attention` spreads each location's weight over its pixels).
 - `clean_pieces`: SentencePiece pieces as labels ("▁" word starts removed,
   continuation pieces shown as "·piece").
 
@@ -24,12 +27,14 @@ _EXPORTS = {
     "clean_pieces": "labels",
     "plot_attention": "heatmaps",
     "plot_heads": "heatmaps",
+    "plot_image_attention": "image_attention",
     "plot_hops": "heatmaps",
     "plot_pooling": "heatmaps",
     "plot_translation": "translation",
     "read_data": "viewer",
     "save": "heatmaps",
     "translation_viewer": "translation",
+    "upsample_attention": "image_attention",
 }
 
 __all__ = sorted(_EXPORTS)
