@@ -112,3 +112,21 @@ def positive_int_or_tensor(name, value):
     if hasattr(value, "shape") and hasattr(value, "dtype"):
         return value
     return positive_int(name, value)
+
+
+def pair(name, value, minimum):
+    """A pair of ints >= minimum, as a tuple; else a ValueError."""
+    if (
+        not isinstance(value, (tuple, list))
+        or len(value) != 2
+        or any(
+            isinstance(v, bool) or not isinstance(v, numbers.Integral)
+            or v < minimum
+            for v in value
+        )
+    ):
+        raise ValueError(
+            f"`{name}` must be a pair of ints >= {minimum}, received: "
+            f"{name}={value!r}"
+        )
+    return tuple(int(v) for v in value)

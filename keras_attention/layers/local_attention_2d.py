@@ -7,7 +7,6 @@ size per head, D features.
 """
 
 import math
-import numbers
 
 import keras
 from keras import ops
@@ -15,24 +14,6 @@ from keras import ops
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
 from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttention
-
-
-def _pair(name, value, minimum):
-    """A pair of ints >= minimum, as a tuple; else a ValueError."""
-    if (
-        not isinstance(value, (tuple, list))
-        or len(value) != 2
-        or any(
-            isinstance(v, bool) or not isinstance(v, numbers.Integral)
-            or v < minimum
-            for v in value
-        )
-    ):
-        raise ValueError(
-            f"`{name}` must be a pair of ints >= {minimum}, received: "
-            f"{name}={value!r}"
-        )
-    return tuple(int(v) for v in value)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -100,8 +81,8 @@ class LocalAttention2D(MultiHeadSelfAttention):
     def __init__(self, num_heads, key_dim, query_block=(8, 8),
                  memory_flange=(4, 4), masked=True, **kwargs):
         super().__init__(num_heads=num_heads, key_dim=key_dim, **kwargs)
-        self.query_block = _pair("query_block", query_block, 1)
-        self.memory_flange = _pair("memory_flange", memory_flange, 0)
+        self.query_block = _validation.pair("query_block", query_block, 1)
+        self.memory_flange = _validation.pair("memory_flange", memory_flange, 0)
         self.masked = bool(masked)
 
     def build(self, inputs_shape):

@@ -14,7 +14,6 @@ from keras import ops
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
 from keras_attention.layers.local_attention_2d import LocalAttention2D
-from keras_attention.layers.local_attention_2d import _pair
 from keras_attention.ops.image_order import generation_order_2d
 from keras_attention.ops.image_order import local_memory_2d
 
@@ -104,7 +103,7 @@ class SequentialLocalAttention2D(LocalAttention2D):
         super().__init__(num_heads=num_heads, key_dim=key_dim,
                          query_block=query_block,
                          memory_flange=memory_flange, masked=True, **kwargs)
-        self.image_shape = _pair("image_shape", image_shape, 1)
+        self.image_shape = _validation.pair("image_shape", image_shape, 1)
         order = generation_order_2d(self.image_shape, self.query_block)
         index, allowed = local_memory_2d(
             self.image_shape, self.query_block, self.memory_flange

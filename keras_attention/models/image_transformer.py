@@ -13,7 +13,6 @@ import numpy as np
 from keras import ops
 
 from keras_attention import _validation
-from keras_attention.layers.local_attention_2d import _pair
 from keras_attention.layers.sequential_local_attention_2d import (
     SequentialLocalAttention2D,
 )
@@ -102,7 +101,7 @@ class ImageTransformer(keras.Model):
                  num_heads=4, hidden_dim=64, intermediate_dim=128,
                  dropout=0.0, **kwargs):
         super().__init__(**kwargs)
-        self.image_shape = _pair("image_shape", image_shape, 1)
+        self.image_shape = _validation.pair("image_shape", image_shape, 1)
         self.num_levels = _validation.positive_int("num_levels", num_levels)
         if self.num_levels < 2:
             raise ValueError(
@@ -111,8 +110,8 @@ class ImageTransformer(keras.Model):
             )
         self.attention = _validation.choice("attention", attention,
                                             ATTENTIONS)
-        self.query_block = _pair("query_block", query_block, 1)
-        self.memory_flange = _pair("memory_flange", memory_flange, 0)
+        self.query_block = _validation.pair("query_block", query_block, 1)
+        self.memory_flange = _validation.pair("memory_flange", memory_flange, 0)
         self.num_layers = _validation.positive_int("num_layers", num_layers)
         self.num_heads = _validation.positive_int("num_heads", num_heads)
         self.hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
