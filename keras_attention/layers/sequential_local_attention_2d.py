@@ -71,6 +71,7 @@ class SequentialLocalAttention2D(LocalAttention2D):
 
     Example:
 
+    >>> import keras
     >>> import numpy as np
     >>> from keras_attention.layers.sequential_local_attention_2d import (
     ...     SequentialLocalAttention2D)
@@ -84,7 +85,8 @@ class SequentialLocalAttention2D(LocalAttention2D):
     >>> for index in range(16):
     ...     step, cache = layer(pixels[:, index:index + 1], cache=cache,
     ...                         cache_update_index=index)
-    ...     steps.append(np.asarray(step))
+    ...     steps.append(keras.ops.convert_to_numpy(step))
+    >>> full = keras.ops.convert_to_numpy(full)
     >>> bool(np.allclose(np.concatenate(steps, 1), full, atol=1e-5))
     True
 
