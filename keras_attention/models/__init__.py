@@ -6,7 +6,8 @@ command line uses (`--model`) to their classes; each class owns its
 `PRESETS`. `MemoryNetwork` (end-to-end memory network, bAbI) and
 `DualEncoder` (two encoders pooled by `SelfAttentivePooling`, for
 retrieval) are the other models, with `BertEncoder` / `BertPretrainer`
-(the BERT encoder and its masked-LM + next-sentence pretraining heads)
+(the BERT encoder, its masked-LM + next-sentence pretraining heads
+and its fine-tuning classifier)
 and `ImageTransformer` (pixel-by-pixel generation of small images with
 local 2-D or full causal attention). `Captioner` (Show, Attend and Tell:
 a CNN's feature map read by an LSTM with soft attention) follows the
@@ -14,6 +15,7 @@ decoding protocol too, so the translators' greedy and beam search caption
 images.
 """
 
+from keras_attention.models.bert_classifier import BertClassifier
 from keras_attention.models.bert_encoder import BertEncoder
 from keras_attention.models.bert_pretrainer import BertPretrainer
 from keras_attention.models.captioner import Captioner
@@ -27,6 +29,7 @@ from keras_attention.models.transformer_translator import TransformerTranslator
 TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
 
 __all__ = [
+    "BertClassifier",
     "BertEncoder",
     "BertPretrainer",
     "Captioner",

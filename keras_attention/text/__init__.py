@@ -8,6 +8,13 @@ the command line checks split names and data folders before it loads.
 from keras_attention._lazy import lazy_exports
 
 _EXPORTS = {
+    "generate_kind_task": "stories",
+    "generate_statement_task": "stories",
+    "generate_stories": "stories",
+    "STATEMENT_CLASSES": "stories",
+    "KIND_CLASSES": "stories",
+    "THINGS": "stories",
+    "FOODS": "stories",
     "BOS_ID": "tokenizer",
     "BabiSample": "babi",
     "BabiVocabulary": "babi",
