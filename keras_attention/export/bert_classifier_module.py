@@ -18,7 +18,6 @@ so a client sends raw text. Two signatures:
 Letters: B batch, L packed length, C classes.
 """
 
-import pathlib
 
 import numpy as np
 import tensorflow as tf
@@ -26,9 +25,8 @@ from tensorflow_serving.apis import classification_pb2
 from tensorflow_serving.apis import input_pb2
 
 from keras_attention import _validation
-from keras_attention.export.saved_model import next_version
+from keras_attention.export.saved_model import save_version
 from keras_attention.export.warmup_requests import predict_request
-from keras_attention.export.warmup_requests import write_warmup_requests
 from keras_attention.models.bert_classifier import BertClassifier
 from keras_attention.text.bert_data import pack_segments
 
@@ -207,24 +205,10 @@ def export_bert_classifier(module, base_path, name="bert_classifier",
     if not isinstance(module, BertClassifierModule):
         raise ValueError("`module` must be a BertClassifierModule, "
                          f"received: {type(module).__name__}")
-    model_directory = pathlib.Path(base_path) / name
-    if version is None:
-        version = next_version(model_directory)
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ValueError(f"`version` must be a positive int, received: "
-                         f"version={version!r}")
-    path = model_directory / str(version)
-    if path.exists():
-        raise FileExistsError(f"{path} exists; choose another `version`")
     signatures = {
         "serving_default": module.serving_default.get_concrete_function(),
         "classify": module.classify.get_concrete_function(),
     }
-    # A temporary folder renamed when complete: a server watching the base
-    # path never sees a half-written version.
-    staging = model_directory / f".{version}.partial"
-    tf.saved_model.save(module, str(staging), signatures=signatures)
-    if warmup:
-        write_warmup_requests(staging, _warmup_requests(module, name))
-    staging.rename(path)
-    return path
+    requests = _warmup_requests(module, name) if warmup else None
+    return save_version(module, base_path, name, version, signatures,
+                        requests)

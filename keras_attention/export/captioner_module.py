@@ -13,6 +13,7 @@ import tensorflow as tf
 
 from keras_attention import _validation
 from keras_attention import decoding
+from keras_attention.export.saved_model import save_version
 
 
 class CaptionerModule(tf.Module):
@@ -81,9 +82,13 @@ class CaptionerModule(tf.Module):
         return tf.strings.reduce_join(words, axis=1, separator=" ")  # (B,)
 
 
-def export_captioner(module, path):
-    """Save `module` as a SavedModel at `path`, `caption` as its
-    `serving_default` signature; returns `path`."""
-    tf.saved_model.save(module, str(path),
-                        signatures={"serving_default": module.caption})
-    return path
+def export_captioner(module, base_path, name="captioner", version=None):
+    """Save a `CaptionerModule` as a SavedModel at `BASE/NAME/VERSION/`
+    (`version` None: one more than the newest), `caption` as its
+    `serving_default` signature (`images` -> `caption`, `tokens` and, for
+    greedy decoding, `attention`); returns the path written."""
+    if not isinstance(module, CaptionerModule):
+        raise ValueError("`module` must be a CaptionerModule, received: "
+                         f"{type(module).__name__}")
+    return save_version(module, base_path, name, version,
+                        {"serving_default": module.caption})

@@ -31,18 +31,16 @@ def next_version(model_directory):
     return max(versions, default=0) + 1
 
 
-def _write_warmup(path, name, signature_names):
-    """Write `WARMUP_BATCHES` for each signature as TF Serving's warm-up
-    file."""
+def _warmup_requests(name, signature_names):
+    """`WARMUP_BATCHES` for each signature, as TF Serving's warm-up
+    requests."""
     from keras_attention.export.warmup_requests import predict_request
-    from keras_attention.export.warmup_requests import write_warmup_requests
 
-    requests = [
+    return [
         predict_request({"text": np.array(batch, dtype=object)},
                         signature_name, model_name=name)
         for signature_name in signature_names for batch in WARMUP_BATCHES
     ]
-    return write_warmup_requests(path, requests)
 
 
 def export_translator(module, base_path, name="translator", version=None,
@@ -73,6 +71,28 @@ def export_translator(module, base_path, name="translator", version=None,
     if not isinstance(module, TranslatorModule):
         raise ValueError("`module` must be a TranslatorModule, received: "
                          f"{type(module).__name__}")
+    signatures = {
+        "serving_default": module.translate.get_concrete_function(),
+        "translate_with_attention":
+            module.translate_with_attention.get_concrete_function(),
+    }
+    requests = _warmup_requests(name, list(signatures)) if warmup else None
+    return save_version(module, base_path, name, version, signatures,
+                        requests)
+
+
+def save_version(module, base_path, name, version, signatures,
+                 warmup_requests=None):
+    """Save `module` with `signatures` at `BASE/NAME/VERSION/`, the layout
+    TF Serving watches, and return the path. Every export writes through
+    it.
+
+    The SavedModel (and, when `warmup_requests` is a list of
+    `PredictionLog` requests, `assets.extra/tf_serving_warmup_requests`)
+    goes to a temporary folder that is renamed when complete, so a server
+    watching the base path never sees a half-written version. `version`
+    None is one more than the newest; an existing version is never
+    overwritten."""
     model_directory = pathlib.Path(base_path) / name
     if version is None:
         version = next_version(model_directory)
@@ -82,16 +102,11 @@ def export_translator(module, base_path, name="translator", version=None,
     path = model_directory / str(version)
     if path.exists():
         raise FileExistsError(f"{path} exists; choose another `version`")
-    signatures = {
-        "serving_default": module.translate.get_concrete_function(),
-        "translate_with_attention":
-            module.translate_with_attention.get_concrete_function(),
-    }
-    # Write to a temporary folder and rename, so a server watching the base
-    # path never sees a half-written version.
     staging = model_directory / f".{version}.partial"
     tf.saved_model.save(module, str(staging), signatures=signatures)
-    if warmup:
-        _write_warmup(staging, name, list(signatures))
+    if warmup_requests:
+        from keras_attention.export.warmup_requests import write_warmup_requests
+
+        write_warmup_requests(staging, warmup_requests)
     staging.rename(path)
     return path

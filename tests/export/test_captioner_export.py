@@ -36,8 +36,9 @@ def test_detokenize_stops_at_the_end_token():
 def test_exported_equals_in_memory(tmp_path, beam_size):
     captioner = module(beam_size=beam_size)
     expected = captioner.caption(tf.constant(IMAGES))
-    export_captioner(captioner, tmp_path / "captioner")
-    serving = tf.saved_model.load(str(tmp_path / "captioner")).signatures[
+    path = export_captioner(captioner, tmp_path)
+    assert path == tmp_path / "captioner" / "1"
+    serving = tf.saved_model.load(str(path)).signatures[
         "serving_default"]
     exported = serving(images=tf.constant(IMAGES))
     np.testing.assert_array_equal(exported["tokens"], expected["tokens"])
@@ -58,3 +59,10 @@ def test_bad_arguments_name_themselves():
                         eos_id=2)
     with pytest.raises(ValueError, match="beam_size=0"):
         module(beam_size=0)
+
+
+def test_export_names_what_it_was_given(tmp_path):
+    with pytest.raises(ValueError, match="CaptionerModule, received: str"):
+        export_captioner("captioner", tmp_path)
+    with pytest.raises(ValueError, match="version=0"):
+        export_captioner(module(), tmp_path, version=0)
