@@ -294,5 +294,22 @@ def main(argv=None):
             "scratch_accuracy": scratch_accuracy, "seconds": seconds}
 
 
+"""
+## Notes
+
+Measured with the defaults on two CPU cores: MLM accuracy 93.8%, NSP
+accuracy 61.4%, and on the `kind` task 51.3% from the pretrained encoder
+and 51.3% from a fresh one, the share of the majority class: both
+classifiers give every held-out object the same class, so pretraining
+shows no gain here. A trial that made "ate the X" / "played with the X"
+about three times as frequent in the pretraining stories (not kept)
+separated the two kinds only a little in the token embeddings (mean
+cosine 0.970 within a kind, 0.923 across) and gave 52.3% against 51.3%,
+within the noise of 1,000 test examples; with 1,200 pretraining steps,
+fine-tuning learning rates of 3e-4 and 1e-3 also left both runs at a
+single class. A likely cause: at this scale the pooled `[CLS]` output
+does not carry the object's kind to the head.
+"""
+
 if __name__ == "__main__":
     main()
