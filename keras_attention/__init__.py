@@ -27,6 +27,7 @@ _LAYER_NAMES = (
     "ScaledDotAttention",
     "ScoreAttention",
     "SelfAttentivePooling",
+    "SequentialLocalAttention2D",
     "SinusoidalPositionEmbedding",
     "TransformerDecoder",
     "TransformerEncoder",
