@@ -9,19 +9,24 @@ unlabelled text with two tasks, predicting masked words (MLM) and telling
 whether a sentence follows another (NSP), then fine-tune it, with a small
 head on the `[CLS]` output, on a labelled task. This script does the same
 at toy scale: `keras_attention.text.stories` generates English stories
-(Mary and John move, see, pick up, give, eat and play with objects), a
+(a woman and a man, of eight names each, move, see, pick up, give, eat
+and play with objects), a
 `BertPretrainer` learns MLM and NSP from them, and a `BertClassifier` is
 fine-tuned on a small task from the same world twice with the same
 budget: from the pretrained encoder and from a fresh one.
 
-At the default size (2 layers, hidden size 64, 3,000 pretraining steps,
-about 5 minutes on two CPU cores) the masked-word accuracy is high, but
-neither next-sentence prediction nor the fine-tuning tasks show a clear
-gain from pretraining: see the figures the script prints and the notes
-at the end. It is the pipeline, end to end, at a size a laptop runs.
+The default task asks whether the one person of a short story is a "she"
+or a "he". The labelled stories name six people; the test stories name
+the other ten, whom no label covers: only the pretraining text, where
+pronouns follow every name, tells them apart. At the default size (2
+layers, hidden size 64, 9,000 pretraining steps, about 6 minutes on two
+CPU cores) the fine-tuned accuracy on the unlabelled names is 100.0% from
+the pretrained encoder and 51.3% from a fresh one; see the notes at the
+end.
 
 Run: `python examples/bert_pretraining.py [--pretrain-steps N]
-[--task kind|statement] [--finetune-examples N] [--export-dir DIR]`.
+[--task pronoun|kind|statement] [--finetune-examples N]
+[--export-dir DIR]`.
 """
 
 import argparse
@@ -48,8 +53,8 @@ from keras_attention.text.tokenizer import train_sentencepiece
 
 Each generated story is a document, a list of sentences in order:
 
-    Mary saw the apple in the kitchen. She picked up the apple. Then she
-    ran to the garden. John is in the garden. Mary met John in the
+    Sarah saw the apple in the kitchen. She picked up the apple. Then she
+    ran to the garden. Tom is in the garden. Sarah met Tom in the
     garden. She ate the apple. ...
 
 BERT's "sentences" are spans of text: here `--sentences-per-segment`
@@ -142,9 +147,16 @@ def pretraining_accuracy(pretrainer, dataset):
 """
 ## Fine-tuning with few labels
 
-Two tasks from the same world (`--task`):
+Three tasks from the same world (`--task`):
 
-- `kind` (default): is the object of a short story food or a thing?
+- `pronoun` (default): is the one person of a short story a "she" or a
+  "he"? "Sarah went to the office. Sarah saw the cake in the office." ->
+  she. The story always names the person, so no pronoun gives the answer
+  away. The labelled stories tell of three women and three men; the test
+  stories of the other five of each, whom no label names. A fresh encoder
+  can only learn the six labelled names; the pretrained one has read
+  every name followed by its pronoun.
+- `kind`: is the object of a short story food or a thing?
   "Mary saw the cake in the garden. She picked up the cake. ..." -> food.
   The labelled stories tell of three foods and three things; the test
   stories of the other six objects, which no label names. The stories
@@ -171,6 +183,16 @@ def task_inputs(args, tokenizer, texts, statements=None):
 
 def task_data(args, tokenizer):
     """(train, test, class names, segment names) of `args.task`."""
+    if args.task == "pronoun":
+        labelled = stories.WOMEN[:3] + stories.MEN[:3]
+        unlabelled = stories.WOMEN[3:] + stories.MEN[3:]
+        texts, labels = stories.generate_pronoun_task(
+            args.finetune_examples, seed=args.seed + 2, names=labelled)
+        train = (task_inputs(args, tokenizer, texts), labels)
+        texts, labels = stories.generate_pronoun_task(
+            args.test_examples, seed=args.seed + 3, names=unlabelled)
+        test = (task_inputs(args, tokenizer, texts), labels)
+        return train, test, stories.PRONOUN_CLASSES, ("text",)
     if args.task == "kind":
         half = len(stories.FOODS) // 2
         labelled = stories.FOODS[:half] + stories.THINGS[:half]
@@ -192,9 +214,9 @@ def task_data(args, tokenizer):
     return (*splits, stories.STATEMENT_CLASSES, ("text", "text_pair"))
 
 
-def fine_tune(args, encoder, train, test):
-    classifier = BertClassifier(encoder, num_classes=len(
-        stories.STATEMENT_CLASSES), dropout=args.dropout)
+def fine_tune(args, encoder, train, test, num_classes):
+    classifier = BertClassifier(encoder, num_classes=num_classes,
+                                dropout=args.dropout)
     steps = args.finetune_epochs * -(-len(train[1]) //
                                      args.finetune_batch_size)
     classifier.compile(
@@ -216,7 +238,7 @@ def main(argv=None):
                         help="stories for pretraining")
     parser.add_argument("--held-out-documents", type=int, default=500)
     parser.add_argument("--sentences-per-segment", type=int, default=2)
-    parser.add_argument("--vocabulary-size", type=int, default=100)
+    parser.add_argument("--vocabulary-size", type=int, default=250)
     parser.add_argument("--sequence-length", type=int, default=48)
     parser.add_argument("--max-selections", type=int, default=8)
     parser.add_argument("--num-layers", type=int, default=2)
@@ -225,17 +247,17 @@ def main(argv=None):
     parser.add_argument("--intermediate-dim", type=int, default=128)
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--pretrain-steps", type=int, default=3000)
+    parser.add_argument("--pretrain-steps", type=int, default=9000)
     parser.add_argument("--pretrain-learning-rate", type=float, default=1e-3)
-    parser.add_argument("--task", choices=("kind", "statement"),
-                        default="kind", help="the fine-tuning task")
+    parser.add_argument("--task", choices=("pronoun", "kind", "statement"),
+                        default="pronoun", help="the fine-tuning task")
     parser.add_argument("--finetune-examples", type=int, default=400,
                         help="labelled examples for fine-tuning")
     parser.add_argument("--test-examples", type=int, default=1000)
-    parser.add_argument("--finetune-epochs", type=int, default=10)
+    parser.add_argument("--finetune-epochs", type=int, default=20)
     parser.add_argument("--finetune-batch-size", type=int, default=32)
     parser.add_argument("--finetune-learning-rate", type=float,
-                        default=1e-4)
+                        default=3e-4)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--export-dir",
                         help="export the fine-tuned classifier (strings in) "
@@ -270,9 +292,9 @@ def main(argv=None):
 
     train, test, class_names, segment_names = task_data(args, tokenizer)
     classifier, pretrained_accuracy = fine_tune(
-        args, pretrainer.encoder, train, test)
+        args, pretrainer.encoder, train, test, len(class_names))
     _, scratch_accuracy = fine_tune(args, make_encoder(args, tokenizer),
-                                    train, test)
+                                    train, test, len(class_names))
     seconds = time.perf_counter() - start
     print(f"task {args.task!r}: fine-tuned on {args.finetune_examples} "
           f"examples "
@@ -297,18 +319,33 @@ def main(argv=None):
 """
 ## Notes
 
-Measured with the defaults on two CPU cores: MLM accuracy 93.8%, NSP
-accuracy 61.4%, and on the `kind` task 51.3% from the pretrained encoder
-and 51.3% from a fresh one, the share of the majority class: both
-classifiers give every held-out object the same class, so pretraining
-shows no gain here. A trial that made "ate the X" / "played with the X"
-about three times as frequent in the pretraining stories (not kept)
-separated the two kinds only a little in the token embeddings (mean
-cosine 0.970 within a kind, 0.923 across) and gave 52.3% against 51.3%,
-within the noise of 1,000 test examples; with 1,200 pretraining steps,
-fine-tuning learning rates of 3e-4 and 1e-3 also left both runs at a
-single class. A likely cause: at this scale the pooled `[CLS]` output
-does not carry the object's kind to the head.
+Measured with the defaults on two quiet CPU cores (365 s in all):
+held-out MLM accuracy 94.0%, NSP accuracy 62.3%, and on the `pronoun`
+task 100.0% from the pretrained encoder against 51.3% from a fresh one,
+which gives every unlabelled name the same pronoun. The exported
+classifier answers "she" for "Kate went to the garden." and "he" for
+"Jack ran to the cellar.", names it never saw a label for.
+
+What made the difference, in side runs with these settings on the same
+task (1,000 test stories): the length of pretraining and a gentle
+fine-tuning. Asked to fill "NAME went to the kitchen. Then [MASK]he
+walked ...", the masked-word model picked the right pronoun for 8 of 16
+names after 5,000 steps (always the same one; so after 3,000 with a
+smaller vocabulary) and for all 16
+after 9,000. From the 9,000-step encoder, fine-tuning at 3e-4 gave 100%,
+100% and 95.9% over three fine-tuning seeds, against 47.6-52.4% from a
+fresh encoder. From the 5,000-step one, 3e-4 gave 88.8% and 81.3% on two
+seeds, and 1e-3 gave 99.0% on one seed but 47.6% and 48.2% on the other
+two: the classifier learnt the six labelled names by heart and lost the
+rest.
+
+The other two tasks showed no gain in the earlier world of only Mary and
+John, after 3,000 steps: `kind` (the objects' kinds are told only by the
+rarer "ate the" / "played with" sentences) 51.3% against 51.3%, and
+`statement` 53.6% against 50.0% on stories of two or three sentences (its
+default three or four are often cut at the 48-token sequence length, which
+loses the answer).
+
 """
 
 if __name__ == "__main__":

@@ -9,6 +9,10 @@ from keras_attention._lazy import lazy_exports
 
 _EXPORTS = {
     "generate_kind_task": "stories",
+    "generate_pronoun_task": "stories",
+    "PRONOUN_CLASSES": "stories",
+    "WOMEN": "stories",
+    "MEN": "stories",
     "generate_statement_task": "stories",
     "generate_stories": "stories",
     "STATEMENT_CLASSES": "stories",

@@ -1,29 +1,38 @@
-"""Generated English stories for BERT's pretraining, and a small labelled
-task from the same world for its fine-tuning.
+"""Generated English stories for BERT's pretraining, and small labelled
+tasks from the same world for its fine-tuning.
 
 A seeded simulation, in the spirit of the bAbI world (`babi.py`): in each
-story Mary and John move between places, see, pick up, put down and
-give objects, meet, and the narrator now and then says where someone is.
-Each event follows from the world as the previous sentences left it and
-usually continues with the same person, named or as "she"/"he":
+story a woman and a man (drawn from eight of each) move between places,
+see, pick up, put down and give objects, meet, and the narrator now and
+then says where someone is. Each event follows from the world as the
+previous sentences left it and usually continues with the same person,
+named or as "she"/"he":
 
-    Mary went to the kitchen. She saw the apple in the kitchen. She picked
-    up the apple. Then she walked to the garden. John is in the garden.
-    Mary met John in the garden. She gave the apple to John.
+    Sarah went to the kitchen. She saw the apple in the kitchen. She
+    picked up the apple. Then she walked to the garden. Tom is in the
+    garden. Sarah met Tom in the garden. She gave the apple to Tom.
 
-so the next sentence is predictable from the previous one (the person,
+so the next sentence is predictable from the previous one (the people,
 the pronoun, the place, the object), which next-sentence prediction
-learns: a sentence of another story names the same two people, but
-usually at other places, with other objects. A masked word (a place, an
-object, a pronoun) is predictable from its context, which the masked
-language model learns. Nothing is downloaded; the same seed gives the
-same text.
+learns: a sentence of another story usually names other people, at other
+places, with other objects. A masked word (a name, a place, an object, a
+pronoun) is predictable from its context, which the masked language model
+learns; and only the text tells which pronoun a name takes, by the
+pronouns that follow it.
 
-`generate_statement_task` derives a true/false task: a short story and a
-statement "Mary is in the garden."; true when the story leaves Mary in the
-garden. A false statement names a place the story also mentions where it
-can (the other person's, or an earlier one of the same person), so word
-overlap does not give the answer away.
+Three labelled tasks come from the same world:
+
+- `generate_pronoun_task`: is the one person of a short story, always
+  named, a "she" or a "he"? Fine-tuned on some names and tested on the
+  others, only what the pretraining text taught of each name answers it.
+- `generate_kind_task`: is the object of a short story food or a thing?
+- `generate_statement_task`: a short story and a statement "Mary is in the
+  garden."; true when the story leaves Mary in the garden. A false
+  statement names a place the story also mentions where it can (the other
+  person's, or an earlier one of the same person), so word overlap does
+  not give the answer away.
+
+Nothing is downloaded; the same seed gives the same text.
 """
 
 import random
@@ -32,9 +41,11 @@ import numpy as np
 
 from keras_attention import _validation
 
-# Every story tells of the same two people, so the names do not tell one
-# story from another: which sentence may follow is told by the places.
-PEOPLE = {"Mary": "she", "John": "he"}
+# Each story tells of one woman and one man of these; a name's pronoun is
+# told only by the text.
+WOMEN = ("Mary", "Sandra", "Julie", "Emma", "Anna", "Lucy", "Sarah", "Kate")
+MEN = ("John", "Daniel", "Bill", "Fred", "Tom", "Peter", "Jack", "Paul")
+PEOPLE = {**{name: "she" for name in WOMEN}, **{name: "he" for name in MEN}}
 PLACES = ("kitchen", "garden", "office", "bedroom", "hallway", "bathroom",
           "cellar", "library")
 # Two kinds of objects, told apart only by what people do with them
@@ -45,18 +56,19 @@ OBJECTS = FOODS + THINGS
 MOVES = ("went to", "walked to", "ran to", "moved to")
 STATEMENT_CLASSES = ("false", "true")  # the statement task's labels
 KIND_CLASSES = ("thing", "food")  # the kind task's labels
+PRONOUN_CLASSES = ("he", "she")  # the pronoun task's labels
 
 
 class _World:
     """Two people, their places and the objects, told sentence by
     sentence. `known` is where the text has said each person is."""
 
-    def __init__(self, rng, things=None, use=True):
+    def __init__(self, rng, things=None, use=True, person=None):
         self.rng = rng
         self.use_objects = use
-        women = [name for name, pronoun in PEOPLE.items() if pronoun == "she"]
-        men = [name for name, pronoun in PEOPLE.items() if pronoun == "he"]
-        self.people = [rng.choice(women), rng.choice(men)]
+        self.people = [rng.choice(WOMEN), rng.choice(MEN)]
+        if person is not None:  # this person instead of the one of their kind
+            self.people[PEOPLE[person] == "he"] = person
         rng.shuffle(self.people)
         self.place = {person: rng.choice(PLACES) for person in self.people}
         things = rng.sample(OBJECTS, 4) if things is None else things
@@ -341,4 +353,67 @@ def generate_kind_task(num_examples, seed, objects=OBJECTS, min_sentences=3,
                                for _ in range(rng.randint(low, high) - 1)]
         stories.append(" ".join(sentences))
         labels.append(int(thing in FOODS))
+    return stories, np.asarray(labels, np.int32)
+
+
+def generate_pronoun_task(num_examples, seed, names=tuple(PEOPLE),
+                          min_sentences=1, max_sentences=3):
+    """A task that needs what the text tells of names: is the one person
+    of a short story a "she" or a "he"?
+
+    Each story tells of one person drawn from `names`, always by name, so
+    no pronoun gives the answer: they move, are said to be somewhere and
+    see objects ("Sarah went to the office. Sarah saw the cake in the
+    office."). Label 1 for a name that `generate_stories` refers to as
+    "she", 0 for "he" (`PRONOUN_CLASSES`). Fine-tuned on some names and
+    tested on the others, a model can only tell the pronoun of a name it
+    has no label for from the pretraining text, where pronouns follow
+    every name.
+
+    Args:
+        num_examples: int.
+        seed: int; the same seed gives the same examples.
+        names: the names to draw from (some of `PEOPLE`).
+        min_sentences, max_sentences: ints, the story length range.
+
+    Returns:
+        `(stories, labels)`: a list of str (sentences joined by spaces)
+        and an int32 array.
+
+    Example:
+
+    >>> from keras_attention.text.stories import generate_pronoun_task
+    >>> stories, labels = generate_pronoun_task(2, seed=0, names=["Tom"])
+    >>> stories[0].split()[0], labels.tolist()
+    ('Tom', [0, 0])
+    """
+    num_examples = _validation.positive_int("num_examples", num_examples)
+    low, high = _check_range("min_sentences", min_sentences, "max_sentences",
+                             max_sentences)
+    names = list(names)
+    unknown = [name for name in names if name not in PEOPLE]
+    if not names or unknown:
+        raise ValueError(f"`names` must be some of {tuple(PEOPLE)}, "
+                         f"received: names={names!r}")
+    rng = random.Random(seed)
+    stories, labels = [], []
+    for _ in range(num_examples):
+        person = rng.choice(names)
+        world = _World(rng, person=person)
+        sentences, last = [], None
+        for _ in range(rng.randint(low, high)):
+            world.subject = None  # the name, never a pronoun
+            # "is in" only after a sentence that did not place them
+            actions = ["move", "see"] + (["where"] if last == "see" else [])
+            last = rng.choice(actions)
+            if last == "move":
+                sentences.append(world.move(person)[1])
+            elif last == "where":
+                sentences.append(world.where(person)[1])
+            else:
+                thing = rng.choice(OBJECTS)
+                world.objects[thing] = (world.place[person], None)
+                sentences.append(world.see(person, thing)[1])
+        stories.append(" ".join(sentences))
+        labels.append(int(PEOPLE[person] == "she"))
     return stories, np.asarray(labels, np.int32)
