@@ -26,7 +26,7 @@ end.
 
 Run: `python examples/bert_pretraining.py [--pretrain-steps N]
 [--task pronoun|kind|statement] [--finetune-examples N]
-[--export-dir DIR]`.
+[--export-dir DIR] [--plot names.png]`.
 """
 
 import argparse
@@ -35,6 +35,8 @@ import time
 import keras
 import numpy as np
 import tensorflow as tf
+from matplotlib.figure import Figure
+from sklearn.decomposition import PCA
 
 from keras_attention.export.bert_classifier_module import BertClassifierModule
 from keras_attention.export.bert_classifier_module import export_bert_classifier
@@ -145,6 +147,69 @@ def pretraining_accuracy(pretrainer, dataset):
 
 
 """
+## A picture: what pretraining taught of names
+
+Each of the 16 names goes through the encoder in three sentences ("Kate
+went to the kitchen.", ...); its output at the name's position, averaged
+over the three, is the name's vector. The two principal components of the
+16 vectors, for the pretrained and for a fresh encoder: after pretraining
+the first component splits the names by their pronoun, the six labelled
+names (filled) and the ten unlabelled ones (hollow) alike, which is what
+the fine-tuned head carries over to the unlabelled names.
+"""
+
+NAME_SENTENCES = ("{} went to the kitchen.", "{} saw the apple in the garden.",
+                  "{} is in the office.")
+
+
+def name_vectors(args, tokenizer, encoder, names):
+    """`(N, D)`: each name's encoder output at its position (right after
+    `[CLS]`), averaged over `NAME_SENTENCES`."""
+    texts = [sentence.format(name) for name in names
+             for sentence in NAME_SENTENCES]
+    outputs = encoder(task_inputs(args, tokenizer, texts),
+                      training=False)["sequence_output"]
+    outputs = keras.ops.convert_to_numpy(outputs)[:, 1]  # (N * 3, D)
+    return outputs.reshape(len(names), len(NAME_SENTENCES), -1).mean(1)
+
+
+def plot_names(path, panels, labelled):
+    """Save the names' two principal components, one panel per encoder.
+
+    Args:
+        path: the PNG to write.
+        panels: `(title, vectors)` pairs, vectors `(N, D)` in the order
+            of `stories.PEOPLE`.
+        labelled: the names the fine-tuning set has labels for.
+
+    Returns:
+        The share of the variance the first component explains, per panel.
+    """
+    names = list(stories.PEOPLE)
+    figure = Figure(figsize=(5.5 * len(panels), 4.8), layout="constrained")
+    shares = []
+    for index, (title, vectors) in enumerate(panels):
+        pca = PCA(n_components=2).fit(vectors)
+        points = pca.transform(vectors)  # (N, 2)
+        shares.append(float(pca.explained_variance_ratio_[0]))
+        axes = figure.add_subplot(1, len(panels), index + 1)
+        for name, (x, y) in zip(names, points):
+            color = "tab:red" if stories.PEOPLE[name] == "she" else "tab:blue"
+            axes.scatter([x], [y], s=60, edgecolors=color,
+                         facecolors=color if name in labelled else "none")
+            axes.annotate(name, (x, y), textcoords="offset points",
+                          xytext=(5, 4), fontsize=8)
+        axes.set_title(f"{title}: PC1 holds {shares[-1]:.0%} of the variance",
+                       fontsize=10)
+        axes.set_xlabel("principal component 1")
+        axes.set_ylabel("principal component 2")
+    figure.suptitle('Names at the encoder\'s output (red: "she", blue: '
+                    '"he"; filled: labelled for fine-tuning)', fontsize=10)
+    figure.savefig(path, dpi=110)
+    return shares
+
+
+"""
 ## Fine-tuning with few labels
 
 Three tasks from the same world (`--task`):
@@ -174,6 +239,10 @@ the same examples, epochs, batch size and learning rate.
 """
 
 
+# The pronoun task's labelled names; the test stories name the other ten.
+LABELLED_NAMES = stories.WOMEN[:3] + stories.MEN[:3]
+
+
 def task_inputs(args, tokenizer, texts, statements=None):
     second = None if statements is None else tokenizer.tokenize(statements)
     packed = pack_segments(tokenizer.tokenize(texts), second,
@@ -184,8 +253,9 @@ def task_inputs(args, tokenizer, texts, statements=None):
 def task_data(args, tokenizer):
     """(train, test, class names, segment names) of `args.task`."""
     if args.task == "pronoun":
-        labelled = stories.WOMEN[:3] + stories.MEN[:3]
-        unlabelled = stories.WOMEN[3:] + stories.MEN[3:]
+        labelled = LABELLED_NAMES
+        unlabelled = [name for name in stories.PEOPLE
+                      if name not in LABELLED_NAMES]
         texts, labels = stories.generate_pronoun_task(
             args.finetune_examples, seed=args.seed + 2, names=labelled)
         train = (task_inputs(args, tokenizer, texts), labels)
@@ -262,6 +332,9 @@ def main(argv=None):
     parser.add_argument("--export-dir",
                         help="export the fine-tuned classifier (strings in) "
                         "under DIR/bert_stories/VERSION")
+    parser.add_argument("--plot", metavar="PNG",
+                        help="draw the names' encoder outputs, pretrained "
+                        "and fresh, in PNG")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args(argv)
     # Seed first: it resets TensorFlow's context, which would free the
@@ -290,6 +363,11 @@ def main(argv=None):
           f"MLM accuracy {mlm_accuracy:.1%}, NSP accuracy "
           f"{nsp_accuracy:.1%}")
 
+    names = list(stories.PEOPLE)
+    if args.plot:  # before fine-tuning changes the encoder's weights
+        pretrained_vectors = name_vectors(args, tokenizer,
+                                          pretrainer.encoder, names)
+
     train, test, class_names, segment_names = task_data(args, tokenizer)
     classifier, pretrained_accuracy = fine_tune(
         args, pretrainer.encoder, train, test, len(class_names))
@@ -303,6 +381,16 @@ def main(argv=None):
           f"  from the pretrained encoder: {pretrained_accuracy:.1%}\n"
           f"  from a fresh encoder:        {scratch_accuracy:.1%}\n"
           f"total {seconds:.0f} s")
+
+    if args.plot:  # a fresh encoder made last leaves the runs above as they are
+        shares = plot_names(args.plot, [
+            ("pretrained", pretrained_vectors),
+            ("fresh", name_vectors(args, tokenizer,
+                                   make_encoder(args, tokenizer), names)),
+        ], labelled=LABELLED_NAMES)
+        print(f"names' first principal component: {shares[0]:.0%} of the "
+              f"variance pretrained, {shares[1]:.0%} fresh; drawn in "
+              f"{args.plot}")
 
     if args.export_dir:
         module = BertClassifierModule(
