@@ -4,12 +4,16 @@ cached against uncached decoding speed.
 1. Trains the `small` preset of `--model` (`transformer`, the default, or
    `rnn`, the RNN encoder-decoder with additive attention) on Multi30k
    `train` for `--minutes` of wall clock (under the mixed_bfloat16 policy
-   by default),
-   then reports sacreBLEU on `test_2016_flickr` with greedy and beam-4
-   decoding, training tokens per second and decoding sentences per second;
-   then the same for the average of the last `--average-last` epoch
-   checkpoints (the paper averages the last 5), saved in
-   `OUTPUT_DIR/averaged`.
+   by default), printing the BLEU of the first `--bleu-sentences` `val`
+   pairs after every epoch (inside the clock) and a table of them at the
+   end; then for the last weights and for the average of the last
+   `--average-last` epoch checkpoints (the paper averages the last 5,
+   saved in `OUTPUT_DIR/averaged`): greedy and beam-4 sacreBLEU on all of
+   `val` for each length penalty of `--alphas`, the penalty that scores
+   best on `val`, and with it greedy and beam-4 sacreBLEU on
+   `test_2016_flickr` (skipped with `--val-only`, for trials that must not
+   look at the test set), training tokens per second and decoding
+   sentences per second.
 2. Decodes exactly `--decode-tokens` positions for a batch of test
    sentences with the key/value cache and by re-running the decoder on the
    whole prefix at every step, checks that both choose the same tokens,
@@ -43,15 +47,21 @@ from keras_attention.translator import train  # noqa: E402
 
 class TimeBudget(keras.callbacks.Callback):
     """Stop training once `seconds` of wall clock have passed; count the
-    steps and the label tokens seen."""
+    steps, and keep each epoch's `(epoch, steps, minutes, val_bleu)`."""
 
     def __init__(self, seconds):
         super().__init__()
         self.seconds = seconds
         self.steps = 0
+        self.epochs = []
 
     def on_train_begin(self, logs=None):
         self.started = time.perf_counter()
+
+    def on_epoch_end(self, epoch, logs=None):
+        minutes = (time.perf_counter() - self.started) / 60
+        self.epochs.append((epoch + 1, self.steps, minutes,
+                            (logs or {}).get("val_bleu")))
 
     def on_train_batch_end(self, batch, logs=None):
         self.steps += 1
@@ -132,6 +142,18 @@ def main():
     parser.add_argument("--decoding-only", action="store_true",
                         help="with --evaluate-only: skip BLEU, measure only "
                              "the cached/uncached decoding speed")
+    parser.add_argument("--bleu-sentences", type=int, default=200,
+                        help="val pairs translated (greedy) for the BLEU "
+                        "printed after every epoch, inside the clock "
+                        "(default: 200; 0 disables)")
+    parser.add_argument("--alphas", type=alpha_list,
+                        default=(0.3, 0.6, 1.0),
+                        help="beam-search length penalties tried on val, "
+                        "each a beam-4 pass over it; test uses the best "
+                        "(default: 0.3,0.6,1.0)")
+    parser.add_argument("--val-only", action="store_true",
+                        help="evaluate on val only: trials that choose a "
+                        "recipe must not look at the test set")
     parser.add_argument("--decode-tokens", type=int, default=64)
     parser.add_argument("--decode-batch", type=int, default=32)
     args = parser.parse_args()
@@ -139,6 +161,9 @@ def main():
     if args.average_last < 1:
         parser.error(f"--average-last must be >= 1, received: "
                      f"{args.average_last}")
+    if args.bleu_sentences < 0:
+        parser.error(f"--bleu-sentences must be >= 0, received: "
+                     f"{args.bleu_sentences}")
 
     started = time.time()
     if args.evaluate_only:
@@ -147,12 +172,14 @@ def main():
         started = 0.0  # any checkpoint of the folder
     else:
         translator = train_for(args)
-    test = load_multi30k("test", args.data_dir)
+    val = load_multi30k("val", args.data_dir)
+    test = None if args.val_only else load_multi30k("test", args.data_dir)
     if args.decoding_only:
-        decoding_speed(translator, test, args)
+        decoding_speed(translator, val if test is None else test, args)
         return
-    print(f"sacreBLEU on test_2016_flickr ({len(test)} sentences):")
-    bleu(translator, test)
+    print(f"last weights ({len(val)} val sentences"
+          + ("" if test is None else f", {len(test)} test_2016_flickr") + "):")
+    bleu(translator, val, test, args.alphas)
     # The newest epoch checkpoints, written by this run when it trained
     # (an earlier run in the same folder may have left others).
     checkpoints = sorted(
@@ -164,11 +191,24 @@ def main():
         average_checkpoints(translator.model, checkpoints)
         print(f"the average of the last {len(checkpoints)} epoch checkpoints "
               f"({checkpoints[0].name} .. {checkpoints[-1].name}):")
-        bleu(translator, test)
+        bleu(translator, val, test, args.alphas)
         averaged = translator.save(pathlib.Path(args.output_dir) / "averaged")
         print(f"  (saved in {averaged}; `keras-attention export --model-dir "
               f"{averaged}` exports it)")
-    decoding_speed(translator, test, args)
+    decoding_speed(translator, val if test is None else test, args)
+
+
+def alpha_list(text):
+    """`--alphas 0,0.6,1.0` -> (0.0, 0.6, 1.0); one line on a bad value."""
+    try:
+        alphas = tuple(float(value) for value in text.split(","))
+    except ValueError:
+        alphas = ()
+    if not alphas or any(alpha < 0 for alpha in alphas):
+        raise argparse.ArgumentTypeError(
+            f"--alphas takes non-negative numbers separated by commas, "
+            f"received: {text!r}")
+    return alphas
 
 
 def train_for(args):
@@ -180,7 +220,8 @@ def train_for(args):
         tokens_per_batch=args.tokens_per_batch, max_length=64,
         precision=args.precision,
         warmup_steps=args.warmup_steps,
-        learning_rate_scale=args.learning_rate_scale, bleu_sentences=0,
+        learning_rate_scale=args.learning_rate_scale,
+        bleu_sentences=args.bleu_sentences,
         train_size=args.train_size,
         verbose=2,
     )
@@ -190,18 +231,41 @@ def train_for(args):
     print(f"\ntrained {budget.steps} steps in {budget.elapsed / 60:.1f} min: "
           f"{budget.steps * tokens_per_step / budget.elapsed:.0f} target "
           "tokens/s")
+    if args.bleu_sentences:
+        print(f"\nval BLEU (greedy, first {args.bleu_sentences} val pairs) "
+              "after each epoch:\n  epoch  steps  minutes  val BLEU")
+        for epoch, steps, minutes, score in budget.epochs:
+            score = "" if score is None else f"{score:8.2f}"
+            print(f"  {epoch:5d}  {steps:5d}  {minutes:7.1f}  {score}")
 
     return translator
 
 
-def bleu(translator, test):
-    """sacreBLEU on test_2016_flickr, greedy and beam 4."""
+def bleu(translator, val, test, alphas):
+    """Greedy and beam 4 on `val` for each length penalty in `alphas`; the
+    best one on `val`; greedy and beam 4 with it on `test` (if given)."""
+
+    def line(split, name, result):
+        print(f"  {split:<5} {name:<20} {result['bleu']:5.2f}  "
+              f"{result['sentences_per_second']:.1f} sentences/s")
+
+    line("val", "greedy", translator.with_decoding(beam_size=1).evaluate(val))
+    scores = {}
+    for alpha in alphas:
+        result = translator.with_decoding(beam_size=4, alpha=alpha).evaluate(
+            val)
+        scores[alpha] = result["bleu"]
+        line("val", f"beam 4, alpha {alpha:g}", result)
+    best = max(scores, key=scores.get)
+    print(f"  length penalty chosen on val: alpha={best:g}")
+    if test is None:
+        return
     for beam in (1, 4):
-        result = translator.with_decoding(beam_size=beam).evaluate(test)
-        name = "greedy" if beam == 1 else f"beam {beam}"
-        print(f"  {name:<7} {result['bleu']:5.2f}  "
-              f"{result['sentences_per_second']:.1f} sentences/s  "
-              f"{result['signature']}")
+        result = translator.with_decoding(beam_size=beam, alpha=best).evaluate(
+            test)
+        name = "greedy" if beam == 1 else f"beam {beam}, alpha {best:g}"
+        line("test", name, result)
+    print(f"  ({result['signature']})")
 
 
 def decoding_speed(translator, test, args):

@@ -252,28 +252,26 @@ def task_inputs(args, tokenizer, texts, statements=None):
 
 def task_data(args, tokenizer):
     """(train, test, class names, segment names) of `args.task`."""
-    if args.task == "pronoun":
-        labelled = LABELLED_NAMES
-        unlabelled = [name for name in stories.PEOPLE
-                      if name not in LABELLED_NAMES]
-        texts, labels = stories.generate_pronoun_task(
-            args.finetune_examples, seed=args.seed + 2, names=labelled)
-        train = (task_inputs(args, tokenizer, texts), labels)
-        texts, labels = stories.generate_pronoun_task(
-            args.test_examples, seed=args.seed + 3, names=unlabelled)
-        test = (task_inputs(args, tokenizer, texts), labels)
-        return train, test, stories.PRONOUN_CLASSES, ("text",)
-    if args.task == "kind":
-        half = len(stories.FOODS) // 2
-        labelled = stories.FOODS[:half] + stories.THINGS[:half]
-        unlabelled = stories.FOODS[half:] + stories.THINGS[half:]
-        texts, labels = stories.generate_kind_task(
-            args.finetune_examples, seed=args.seed + 2, objects=labelled)
-        train = (task_inputs(args, tokenizer, texts), labels)
-        texts, labels = stories.generate_kind_task(
-            args.test_examples, seed=args.seed + 3, objects=unlabelled)
-        test = (task_inputs(args, tokenizer, texts), labels)
-        return train, test, stories.KIND_CLASSES, ("text",)
+    if args.task in ("pronoun", "kind"):
+        # Labels for some words (names, objects); the test tells of others.
+        if args.task == "pronoun":
+            generate, classes = (stories.generate_pronoun_task,
+                                 stories.PRONOUN_CLASSES)
+            labelled, words = LABELLED_NAMES, stories.PEOPLE
+        else:
+            generate, classes = stories.generate_kind_task, stories.KIND_CLASSES
+            half = len(stories.FOODS) // 2
+            labelled = stories.FOODS[:half] + stories.THINGS[:half]
+            words = stories.OBJECTS
+        unlabelled = [word for word in words if word not in labelled]
+        splits = []
+        for size, seed, chosen in ((args.finetune_examples, args.seed + 2,
+                                    labelled),
+                                   (args.test_examples, args.seed + 3,
+                                    unlabelled)):
+            texts, labels = generate(size, seed, chosen)
+            splits.append((task_inputs(args, tokenizer, texts), labels))
+        return (*splits, classes, ("text",))
     splits = []
     for size, seed in ((args.finetune_examples, args.seed + 2),
                        (args.test_examples, args.seed + 3)):
