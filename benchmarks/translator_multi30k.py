@@ -174,8 +174,9 @@ def main():
         translator = train_for(args)
     val = load_multi30k("val", args.data_dir)
     test = None if args.val_only else load_multi30k("test", args.data_dir)
+    decoded = val if test is None else test  # for the decoding speed
     if args.decoding_only:
-        decoding_speed(translator, val if test is None else test, args)
+        decoding_speed(translator, decoded, args)
         return
     print(f"last weights ({len(val)} val sentences"
           + ("" if test is None else f", {len(test)} test_2016_flickr") + "):")
@@ -195,7 +196,7 @@ def main():
         averaged = translator.save(pathlib.Path(args.output_dir) / "averaged")
         print(f"  (saved in {averaged}; `keras-attention export --model-dir "
               f"{averaged}` exports it)")
-    decoding_speed(translator, val if test is None else test, args)
+    decoding_speed(translator, decoded, args)
 
 
 def alpha_list(text):

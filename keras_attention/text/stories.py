@@ -207,6 +207,15 @@ def _check_range(minimum_name, minimum, maximum_name, maximum):
     return minimum, maximum
 
 
+def _some_of(name, values, pool):
+    """`values` as a list, checked to be a non-empty selection of `pool`."""
+    values = list(values)
+    if not values or any(value not in pool for value in values):
+        raise ValueError(f"`{name}` must be some of {pool}, received: "
+                         f"{name}={values!r}")
+    return values
+
+
 def generate_stories(num_documents, seed, min_sentences=6, max_sentences=10):
     """Ordered documents of generated English, for BERT's pretraining.
 
@@ -336,11 +345,7 @@ def generate_kind_task(num_examples, seed, objects=OBJECTS, min_sentences=3,
     num_examples = _validation.positive_int("num_examples", num_examples)
     low, high = _check_range("min_sentences", min_sentences, "max_sentences",
                              max_sentences)
-    objects = list(objects)
-    unknown = [thing for thing in objects if thing not in OBJECTS]
-    if not objects or unknown:
-        raise ValueError(f"`objects` must be some of {OBJECTS}, received: "
-                         f"objects={objects!r}")
+    objects = _some_of("objects", objects, OBJECTS)
     rng = random.Random(seed)
     stories, labels = [], []
     for _ in range(num_examples):
@@ -390,11 +395,7 @@ def generate_pronoun_task(num_examples, seed, names=tuple(PEOPLE),
     num_examples = _validation.positive_int("num_examples", num_examples)
     low, high = _check_range("min_sentences", min_sentences, "max_sentences",
                              max_sentences)
-    names = list(names)
-    unknown = [name for name in names if name not in PEOPLE]
-    if not names or unknown:
-        raise ValueError(f"`names` must be some of {tuple(PEOPLE)}, "
-                         f"received: names={names!r}")
+    names = _some_of("names", names, tuple(PEOPLE))
     rng = random.Random(seed)
     stories, labels = [], []
     for _ in range(num_examples):
