@@ -1,19 +1,20 @@
 """The translator on Multi30k: BLEU after a wall-clock training budget, and
 cached against uncached decoding speed.
 
-1. Trains the `small` preset of `--model` (`transformer`, the default, or
-   `rnn`, the RNN encoder-decoder with additive attention) on Multi30k
-   `train` for `--minutes` of wall clock (under the mixed_bfloat16 policy
-   by default), printing the BLEU of the first `--bleu-sentences` `val`
-   pairs after every epoch (inside the clock) and a table of them at the
-   end; then for the last weights and for the average of the last
-   `--average-last` epoch checkpoints (the paper averages the last 5,
-   saved in `OUTPUT_DIR/averaged`): greedy and beam-4 sacreBLEU on all of
-   `val` for each length penalty of `--alphas`, the penalty that scores
-   best on `val`, and with it greedy and beam-4 sacreBLEU on
-   `test_2016_flickr` (skipped with `--val-only`, for trials that must not
-   look at the test set), training tokens per second and decoding
-   sentences per second.
+1. Trains `--model` (`transformer`, the default, or `rnn`, the RNN
+   encoder-decoder with additive attention) with `keras-attention train
+   --corpus multi30k`'s recipe (`CORPUS_RECIPES["multi30k"]`; the options
+   below override it) on Multi30k `train` for `--minutes` of wall clock
+   (under the mixed_bfloat16 policy by default), printing the BLEU of the
+   first `--bleu-sentences` `val` pairs after every epoch (inside the
+   clock) and a table of them at the end; then for the last weights and
+   for the average of the last `--average-last` epoch checkpoints (the
+   recipe's final weights, saved in `OUTPUT_DIR`): greedy and beam-4
+   sacreBLEU on all of `val` for each length penalty of `--alphas`, the
+   penalty that scores best on `val`, and with it greedy and beam-4
+   sacreBLEU on `test_2016_flickr` (skipped with `--val-only`, for trials
+   that must not look at the test set), training tokens per second and
+   decoding sentences per second.
 2. Decodes exactly `--decode-tokens` positions for a batch of test
    sentences with the key/value cache and by re-running the decoder on the
    whole prefix at every step, checks that both choose the same tokens,
@@ -39,6 +40,8 @@ import tensorflow as tf  # noqa: E402
 from keras_attention.models import TRANSLATORS  # noqa: E402
 from keras_attention.text import load_multi30k  # noqa: E402
 from keras_attention.training import average_checkpoints  # noqa: E402
+from keras_attention.training import epoch_checkpoints  # noqa: E402
+from keras_attention.training.config import CORPUS_RECIPES  # noqa: E402
 from keras_attention.translator import TrainingConfig  # noqa: E402
 from keras_attention.translator import Translator  # noqa: E402
 from keras_attention.translator import build  # noqa: E402
@@ -119,15 +122,22 @@ def main():
     parser.add_argument("--model", default="transformer",
                         choices=sorted(TRANSLATORS),
                         help="the translator (default: transformer)")
-    parser.add_argument("--preset", default="small")
+    parser.add_argument("--preset", default=None,
+                        help="the model size (default: the recipe's)")
     parser.add_argument("--train-size", type=int, default=None,
                         help="use only N training pairs (a quick check)")
     parser.add_argument("--warmup-steps", type=int, default=1000,
                         help="learning-rate warm-up steps (default: 1000; "
                         "an hour on 2 cores is about 2000 steps)")
-    parser.add_argument("--learning-rate-scale", type=float, default=1.0)
-    parser.add_argument("--tokens-per-batch", type=int, default=4096,
-                        help="tokens per training batch (default: 4096)")
+    parser.add_argument("--learning-rate-scale", type=float, default=None,
+                        help="factor on the learning-rate schedule "
+                        "(default: the recipe's)")
+    parser.add_argument("--dropout", type=float, default=None,
+                        help="the model's dropout rate (default: the "
+                        "preset's)")
+    parser.add_argument("--tokens-per-batch", type=int, default=None,
+                        help="tokens per training batch (default: the "
+                        "recipe's)")
     parser.add_argument("--precision", default="mixed_bfloat16",
                         help="Keras dtype policy (default: mixed_bfloat16, "
                              "fast on CPUs with AVX512-BF16; use float32 on "
@@ -135,10 +145,12 @@ def main():
     parser.add_argument("--evaluate-only", action="store_true",
                         help="skip training: evaluate the translator saved "
                              "in --output-dir by an earlier run")
-    parser.add_argument("--average-last", type=int, default=5,
-                        help="also evaluate the average of the last K "
-                             "epoch checkpoints (Vaswani et al. average 5; "
-                             "default: 5; 1 disables)")
+    parser.add_argument("--average-last", type=int, default=None,
+                        help="the final weights are the average of the last "
+                             "K epoch checkpoints, evaluated beside the last "
+                             "weights (default: the recipe's, "
+                             f"{CORPUS_RECIPES['multi30k']['average_last']}"
+                             "; 1 disables)")
     parser.add_argument("--decoding-only", action="store_true",
                         help="with --evaluate-only: skip BLEU, measure only "
                              "the cached/uncached decoding speed")
@@ -158,6 +170,8 @@ def main():
     parser.add_argument("--decode-batch", type=int, default=32)
     args = parser.parse_args()
 
+    if args.average_last is None:
+        args.average_last = CORPUS_RECIPES["multi30k"]["average_last"]
     if args.average_last < 1:
         parser.error(f"--average-last must be >= 1, received: "
                      f"{args.average_last}")
@@ -165,37 +179,33 @@ def main():
         parser.error(f"--bleu-sentences must be >= 0, received: "
                      f"{args.bleu_sentences}")
 
-    started = time.time()
+    output_dir = pathlib.Path(args.output_dir)
     if args.evaluate_only:
-        translator = Translator.load(args.output_dir)
-        print(f"evaluating the translator trained in {args.output_dir}")
-        started = 0.0  # any checkpoint of the folder
+        translator = Translator.load(output_dir)
+        print(f"evaluating the translator trained in {output_dir}")
+        averaged = epoch_checkpoints(output_dir / "checkpoints",
+                                     args.average_last)
     else:
         translator = train_for(args)
+        averaged = translator.averaged
     val = load_multi30k("val", args.data_dir)
     test = None if args.val_only else load_multi30k("test", args.data_dir)
     decoded = val if test is None else test  # for the decoding speed
     if args.decoding_only:
         decoding_speed(translator, decoded, args)
         return
+    # A run that averaged saved its last weights beside the average.
+    last = output_dir / "last.weights.h5"
+    if last.exists():
+        translator.model.load_weights(last)
     print(f"last weights ({len(val)} val sentences"
           + ("" if test is None else f", {len(test)} test_2016_flickr") + "):")
     bleu(translator, val, test, args.alphas)
-    # The newest epoch checkpoints, written by this run when it trained
-    # (an earlier run in the same folder may have left others).
-    checkpoints = sorted(
-        (path for path in (pathlib.Path(args.output_dir) / "checkpoints")
-         .glob("*.weights.h5") if path.stat().st_mtime >= started),
-        key=lambda path: path.stat().st_mtime,
-    )[-args.average_last:]
-    if len(checkpoints) > 1:
-        average_checkpoints(translator.model, checkpoints)
-        print(f"the average of the last {len(checkpoints)} epoch checkpoints "
-              f"({checkpoints[0].name} .. {checkpoints[-1].name}):")
+    if len(averaged) > 1:
+        average_checkpoints(translator.model, averaged)
+        print(f"the average of the last {len(averaged)} epoch checkpoints "
+              f"({averaged[0].name} .. {averaged[-1].name}):")
         bleu(translator, val, test, args.alphas)
-        averaged = translator.save(pathlib.Path(args.output_dir) / "averaged")
-        print(f"  (saved in {averaged}; `keras-attention export --model-dir "
-              f"{averaged}` exports it)")
     decoding_speed(translator, decoded, args)
 
 
@@ -217,11 +227,12 @@ def train_for(args):
     budget = TimeBudget(args.minutes * 60)
     config = TrainingConfig(
         corpus="multi30k", data_dir=args.data_dir, output_dir=args.output_dir,
-        model=args.model, preset=args.preset, vocabulary_size=8000, epochs=1000,
+        model=args.model, preset=args.preset, epochs=1000,
         tokens_per_batch=args.tokens_per_batch, max_length=64,
         precision=args.precision,
         warmup_steps=args.warmup_steps,
         learning_rate_scale=args.learning_rate_scale,
+        average_last=args.average_last, dropout=args.dropout,
         bleu_sentences=args.bleu_sentences,
         train_size=args.train_size,
         verbose=2,

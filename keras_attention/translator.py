@@ -204,8 +204,11 @@ def train(config=None, callbacks=(), **overrides):
     killed part-way resumes from its backup in `output_dir/backup` when
     started again with the same `output_dir` (weights, optimizer and epoch
     are restored). Extra Keras `callbacks` are added to the run's own.
+    With `config.average_last` > 1 the returned (and saved) weights are the
+    average of the last epoch checkpoints (`translator.averaged` lists
+    them) and the last weights stay in `output_dir/last.weights.h5`.
     """
-    config = dataclasses.replace(config or TrainingConfig(), **overrides)
+    config = (config or TrainingConfig()).replace(**overrides)
     _, data, model = seq2seq.setup(config)
     translator = Translator(model, data.tokenizer, config.max_length)
     bleu_pairs = data.corpus["val"][: config.bleu_sentences]
@@ -216,6 +219,7 @@ def train(config=None, callbacks=(), **overrides):
             [p[1] for p in bleu_pairs],
         ))
     history = seq2seq.fit(config, data, model, callbacks)
+    translator.averaged = seq2seq.average_last_epochs(config, model, history)
     translator.history = history.history
     translator.report = data.report
     output_dir = pathlib.Path(config.output_dir)

@@ -18,6 +18,7 @@ _EXPORTS = {
     "TrainingConfig": "config",
     "TransformerSchedule": "schedule",
     "describe": "strategy",
+    "epoch_checkpoints": "averaging",
     "strategy_from_environment": "strategy",
     "tf_config_from_environment": "cluster",
 }

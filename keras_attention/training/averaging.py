@@ -1,7 +1,52 @@
 """Checkpoint averaging (Vaswani et al., 2017, section 6.1: the base models
 average the last 5 checkpoints)."""
 
+import pathlib
+import re
+
 import numpy as np
+
+# The epoch checkpoints of a run: seq2seq's ModelCheckpoint writes
+# OUTPUT_DIR/checkpoints/epoch-001.weights.h5, epoch-002...
+_EPOCH_FILE = re.compile(r"epoch-(\d+)\.weights\.h5")
+
+
+def epoch_checkpoints(folder, count, last_epoch=None):
+    """The epoch checkpoints to average: the files of epochs
+    `last_epoch - count + 1 .. last_epoch` that exist in `folder`.
+
+    Args:
+        folder: a run's `checkpoints` folder.
+        count: how many epochs, the last one included.
+        last_epoch: the run's final epoch (1-based); `None` takes the
+            highest-numbered file.
+
+    Returns:
+        A list of paths, oldest epoch first.
+
+    Example:
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> for epoch in (1, 2, 3, 4):
+    ...     (folder / f"epoch-{epoch:03d}.weights.h5").touch()
+    >>> [path.name for path in epoch_checkpoints(folder, 2, last_epoch=3)]
+    ['epoch-002.weights.h5', 'epoch-003.weights.h5']
+    >>> [path.name for path in epoch_checkpoints(folder, 2)]
+    ['epoch-003.weights.h5', 'epoch-004.weights.h5']
+    """
+    if not isinstance(count, int) or count < 1:
+        raise ValueError(f"`count` must be a positive int, received: "
+                         f"count={count!r}")
+    epochs = {}
+    for path in pathlib.Path(folder).glob("epoch-*.weights.h5"):
+        match = _EPOCH_FILE.fullmatch(path.name)
+        if match:
+            epochs[int(match.group(1))] = path
+    if last_epoch is None:
+        last_epoch = max(epochs, default=0)
+    return [epochs[epoch] for epoch in sorted(epochs)
+            if last_epoch - count < epoch <= last_epoch]
 
 
 def average_checkpoints(model, paths):

@@ -3,7 +3,8 @@
 corpus -> joint SentencePiece tokenizer -> tf.data batches -> the model
 named by `TrainingConfig.model` (`keras_attention.models.TRANSLATORS`),
 built in the strategy's scope -> `fit` with backups (resume after a kill),
-epoch checkpoints and TensorBoard logs. `keras_attention.translator.train`
+epoch checkpoints and TensorBoard logs -> with `average_last` > 1, the
+average of the last epoch checkpoints. `keras_attention.translator.train`
 wraps it with the translator's own callback (validation BLEU) and saves the
 result.
 """
@@ -21,6 +22,8 @@ from keras_attention.text import load_corpus
 from keras_attention.text import load_parallel
 from keras_attention.text import make_dataset
 from keras_attention.text import train_sentencepiece
+from keras_attention.training.averaging import average_checkpoints
+from keras_attention.training.averaging import epoch_checkpoints
 from keras_attention.training.losses import MaskedAccuracy
 from keras_attention.training.losses import MaskedCrossentropy
 from keras_attention.training.optimizers import AllReduceClippingAdam
@@ -156,6 +159,12 @@ def setup(config):
     data = prepare_data(config, strategy.num_replicas_in_sync)
     with strategy.scope():
         model = compiled_model(config, data.tokenizer)
+    print(f"settings: preset={config.preset}, vocabulary_size="
+          f"{config.vocabulary_size}, epochs={config.epochs}, "
+          + (f"tokens_per_batch={config.tokens_per_batch}"
+             if config.tokens_per_batch else f"batch_size={config.batch_size}")
+          + f", learning_rate_scale={config.learning_rate_scale:g}, "
+          f"average_last={config.average_last}")
     print(f"model: {config.model} ({config.preset}), "
           f"{model.count_params():,} parameters, jit_compile="
           f"{model.jit_compile}")
@@ -170,3 +179,26 @@ def fit(config, data, model, callbacks=()):
         callbacks=[*callbacks, *run_callbacks(config)],
         verbose=config.verbose,
     )
+
+
+def average_last_epochs(config, model, history):
+    """With `config.average_last` > 1: keep the last weights in
+    `OUTPUT_DIR/last.weights.h5` and give `model` the average of the run's
+    last `average_last` epoch checkpoints (fewer if it ran fewer epochs).
+
+    Returns the averaged checkpoint paths (empty when nothing was averaged).
+    """
+    if config.average_last < 2 or not history.epoch:
+        return []
+    output_dir = pathlib.Path(config.output_dir)
+    # History counts epochs from 0, after any resumed ones; the files from 1.
+    paths = epoch_checkpoints(output_dir / "checkpoints", config.average_last,
+                              last_epoch=history.epoch[-1] + 1)
+    if len(paths) < 2:
+        return []
+    model.save_weights(output_dir / "last.weights.h5")
+    average_checkpoints(model, paths)
+    print(f"final weights: the average of {len(paths)} epoch checkpoints "
+          f"({paths[0].name} .. {paths[-1].name}); the last weights are in "
+          f"{output_dir / 'last.weights.h5'}")
+    return paths
