@@ -49,8 +49,9 @@ from keras_attention.translator import train  # noqa: E402
 
 
 class TimeBudget(keras.callbacks.Callback):
-    """Stop training once `seconds` of wall clock have passed; count the
-    steps, and keep each epoch's `(epoch, steps, minutes, val_bleu)`."""
+    """Stop training once `seconds` of wall clock have passed (after the
+    step, or the epoch, that crosses them); count the steps, and keep each
+    epoch's `(epoch, steps, minutes, val_bleu)`."""
 
     def __init__(self, seconds):
         super().__init__()
@@ -65,6 +66,10 @@ class TimeBudget(keras.callbacks.Callback):
         minutes = (time.perf_counter() - self.started) / 60
         self.epochs.append((epoch + 1, self.steps, minutes,
                             (logs or {}).get("val_bleu")))
+        # An epoch whose validation ends past the budget is the last: no
+        # next epoch of one step (whose checkpoint would join the average).
+        if minutes * 60 > self.seconds:
+            self.model.stop_training = True
 
     def on_train_batch_end(self, batch, logs=None):
         self.steps += 1
