@@ -233,11 +233,8 @@ class TrainingConfig:
                 "`max_relative_position` is a transformer option, received: "
                 f"model={self.model!r}"
             )
-        if self.dropout is not None and not 0 <= self.dropout < 1:
-            raise ValueError(
-                "`dropout` must be in [0, 1), received: "
-                f"dropout={self.dropout!r}"
-            )
+        if self.dropout is not None:
+            self.dropout = _validation.rate("dropout", self.dropout)
         _validation.positive_int("epochs", self.epochs)
         _validation.positive_int("average_last", self.average_last)
         _validation.positive_int("batch_size", self.batch_size)
