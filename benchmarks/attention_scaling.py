@@ -41,13 +41,17 @@ of them; the table shows the median and, with several, the range). Each
 builds the layer and traces the step, runs one warm-up step and one
 measured step, and reports:
   - "tensor MiB": TensorFlow's CPU allocator statistics
-    (`tf.config.experimental.get_memory_info("CPU:0")`; they do work on
-    CPU in TF 2.20, whose oneDNN build pools large buffers): the peak bytes
+    (`tf.config.experimental.get_memory_info("CPU:0")`): the peak bytes
     held by tensors during the measured step minus the bytes held just
     before it (weights, input), i.e. the step's working memory. The memory
     ratios use these medians. The peak depends on the order in which the
     executor runs independent ops, which differs from process to process
-    (deterministic within one): hence several processes.
+    (deterministic within one): hence several processes. The allocator
+    keeps these statistics only when TensorFlow's oneDNN kernels are on,
+    which TF 2.20 does by default only on CPUs with AVX512-VNNI, AVX512-BF16
+    or AMX (not on AVX2-only CPUs; `TF_ENABLE_ONEDNN_OPTS=1` turns them on,
+    `=0` off). Without them the cell says "no stats", and the memory ratios
+    use the RSS growth below instead; the "memory from" column says which.
   - "RSS MiB": growth of the process's resident set (high-water mark
     VmHWM, reset by writing 5 to /proc/self/clear_refs, minus VmRSS) from
     just after tracing to the end of the two steps. It includes what TF's
@@ -117,7 +121,9 @@ MIB = 2.0 ** 20
 # at a time; smaller ones `--jobs` at a time.
 EXCLUSIVE_LOGITS_BYTES = 512 * MIB
 HEADER = ("| section | size | layer | fwd+bwd ms | x ref time | GFLOP "
-          "| GFLOP/s | tensor MiB | x ref mem | RSS MiB |")
+          "| GFLOP/s | tensor MiB | x ref mem | RSS MiB | memory from |")
+# The "memory from" column: which measurement the memory ratios divide.
+SOURCES = {"tensor": "allocator", "rss": "RSS"}
 PRODUCTS = ("Einsum", "MatMul", "BatchMatMul", "BatchMatMulV2",
             "BatchMatMulV3")
 
@@ -272,7 +278,9 @@ def _status_kib(field):
 
 
 def measure_memory(section, variant, length, max_relative_position):
-    """In a fresh process: the step's peak tensor and RSS growth, bytes."""
+    """In a fresh process: the step's peak tensor and RSS growth, bytes;
+    `tensor` is None where TensorFlow's CPU allocator keeps no
+    statistics (oneDNN off)."""
     x, layers = build_layers(section, length, (variant,),
                              max_relative_position)
     layer, kwargs = layers[variant]
@@ -283,12 +291,18 @@ def measure_memory(section, variant, length, max_relative_position):
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets VmHWM to the current RSS
     run()  # warm-up: optimise the graph, first run
-    tf.config.experimental.reset_memory_stats("CPU:0")
-    before = tf.config.experimental.get_memory_info("CPU:0")["current"]
-    run()
-    peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
+    try:
+        tf.config.experimental.reset_memory_stats("CPU:0")
+    except ValueError:  # "Cannot reset memory stats": no allocator stats
+        run()
+        tensor = None
+    else:
+        before = tf.config.experimental.get_memory_info("CPU:0")["current"]
+        run()
+        tensor = tf.config.experimental.get_memory_info("CPU:0")["peak"] - (
+            before)
     rss_peak = _status_kib("VmHWM")
-    return {"tensor": peak - before, "rss": (rss_peak - rss_before) * 1024}
+    return {"tensor": tensor, "rss": (rss_peak - rss_before) * 1024}
 
 
 def memory_in_subprocess(section, variant, length, max_relative_position):
@@ -335,9 +349,10 @@ def measure_all_memory(configs, runs, jobs, max_relative_position):
 
 
 def summary(results, key):
-    """(median, min, max) of `key` over the runs, or None."""
+    """(median, min, max) of `key` over the runs, or None (no run, or a
+    measurement that some run could not make)."""
     values = [result[key] for result in results]
-    if not values:
+    if not values or None in values:
         return None
     return statistics.median(values), min(values), max(values)
 
@@ -369,9 +384,9 @@ def mib_record(stats):
     return {"median_mib": median, "min_mib": low, "max_mib": high}
 
 
-def mib_cell(stats):
+def mib_cell(stats, missing="n/a"):
     if stats is None:
-        return "n/a"
+        return missing
     median, low, high = (value / MIB for value in stats)
     if low == high:
         return f"{median:.0f}"
@@ -487,22 +502,44 @@ def main():
               f"{time.perf_counter() - started:.0f} s", file=sys.stderr,
               flush=True)
 
-    def tensor(section, variant, length):
-        return summary(memory[section, variant, length], "tensor")
+    def source(section, variant, length, reference="mhsa"):
+        """What the memory ratio of a row divides: the allocator's peak
+        where both rows have it, else the RSS growth."""
+        both = (memory[section, variant, length]
+                + memory[section, reference, length])
+        return "tensor" if both and all(
+            result["tensor"] is not None for result in both) else "rss"
+
+    def tensor(section, variant, length, key=None):
+        """(median, min, max) bytes of the row's memory measurement."""
+        return summary(memory[section, variant, length],
+                       key or source(section, variant, length))
 
     def ratio(kind, section, variant, length, reference="mhsa"):
         if kind == "time":
             return (seconds[section, variant, length]
                     / seconds[section, reference, length])
-        ours = tensor(section, variant, length)
-        theirs = tensor(section, reference, length)
+        key = source(section, variant, length, reference)
+        ours = tensor(section, variant, length, key)
+        theirs = tensor(section, reference, length, key)
         if ours is None or theirs is None:
             return None
         return ours[0] / theirs[0]
 
+    by_rss = sorted({f"{section} {length}" for section, length, variants
+                     in configs for variant in variants
+                     if source(section, variant, length) == "rss"})
+    if by_rss:
+        onednn = os.environ.get("TF_ENABLE_ONEDNN_OPTS", "unset")
+        print(f"memory: TensorFlow's CPU allocator kept no statistics for "
+              f"{', '.join(by_rss)} (its oneDNN kernels are off: "
+              f"TF_ENABLE_ONEDNN_OPTS={onednn}, and TF 2.20 leaves them off "
+              f"on CPUs without AVX512-VNNI/BF16 or AMX); their memory "
+              f"ratios divide the RSS growth")
+
     print()
     print(HEADER)
-    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|")
     rows = []
     for section, length, variants in configs:
         size = f"{'T' if section == 'relative' else 'n'}={length}"
@@ -519,6 +556,7 @@ def main():
                 "tensor": mib_record(summary(results, "tensor")),
                 "memory_ratio": ratio("memory", section, variant, length),
                 "rss": mib_record(summary(results, "rss")),
+                "memory_source": SOURCES[source(section, variant, length)],
                 "memory_runs": len(results),
             }
             rows.append(row)
@@ -526,18 +564,24 @@ def main():
                   f"{row['time']['median_ms']:.1f} | "
                   f"{row['time_ratio']:.2f} | {row['gflop']:.2f} | "
                   f"{row['gflop_per_s']:.0f} | "
-                  f"{mib_cell(summary(results, 'tensor'))} | "
+                  f"{mib_cell(summary(results, 'tensor'), 'no stats')} | "
                   f"{fmt(row['memory_ratio'], '.2f')} "
-                  f"| {mib_cell(summary(results, 'rss'))} |")
+                  f"| {mib_cell(summary(results, 'rss'))} "
+                  f"| {row['memory_source']} |")
     print()
 
     longest, widest = max(relative_lengths), max(local_lengths)
     relative_note = "" if longest == 2048 else "; the target is for T=2048"
     local_note = "" if widest == 8192 else "; the target is for n=8192"
+    if source("relative", "skew", longest) == "rss":
+        relative_memory_note = (relative_note + "; RSS growth, the "
+                                "allocator keeps no statistics here")
+    else:
+        relative_memory_note = relative_note
     targets = [
         ratio_line(f"relative(skew)/MHSA memory at T={longest}",
                    ratio("memory", "relative", "skew", longest), 1.3, True,
-                   relative_note),
+                   relative_memory_note),
         ratio_line(f"relative(skew)/MHSA time at T={longest}",
                    ratio("time", "relative", "skew", longest), 1.5, True,
                    relative_note),

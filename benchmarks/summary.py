@@ -105,19 +105,25 @@ def _scaling(record):
         f"interleaved; × ref divides by MultiHeadSelfAttention of the same "
         f"size. Memory: median (min–max) over "
         f"{parameters.get('memory_runs')} fresh process(es) of the step's "
-        "peak above the level before it.",
+        "peak above the level before it; × ref memory divides TensorFlow's "
+        "allocator peaks where it keeps statistics (oneDNN on), else the "
+        "RSS growth (\"memory from\").",
         "",
         "| section | size | layer | fwd+bwd ms (IQR) | × ref time | GFLOP "
-        "| GFLOP/s | tensor MiB | × ref memory | RSS MiB |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| GFLOP/s | tensor MiB | × ref memory | RSS MiB | memory from |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in record["rows"]:
+        # Records from before the RSS fallback always used the allocator.
+        source = row.get("memory_source", "allocator")
+        tensor = ("no stats" if row["tensor"] is None and source == "RSS"
+                  else _mib(row["tensor"]))
         lines.append(
             f"| {row['section']} | {row['size']} | {row['layer']} "
             f"| {_ms(row['time'])} | {row['time_ratio']:.2f} "
             f"| {row['gflop']:.2f} | {row['gflop_per_s']:.0f} "
-            f"| {_mib(row['tensor'])} | {_ratio(row['memory_ratio'])} "
-            f"| {_mib(row['rss'])} |")
+            f"| {tensor} | {_ratio(row['memory_ratio'])} "
+            f"| {_mib(row['rss'])} | {source} |")
     targets = record.get("targets", [])
     if targets:
         lines += ["", "Targets:", ""]

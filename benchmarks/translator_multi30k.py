@@ -5,7 +5,8 @@ cached against uncached decoding speed.
    encoder-decoder with additive attention) with `keras-attention train
    --corpus multi30k`'s recipe (`CORPUS_RECIPES["multi30k"]`; the options
    below override it) on Multi30k `train` for `--minutes` of wall clock
-   (under the mixed_bfloat16 policy by default), printing the BLEU of the
+   (under the policy `--precision auto` picks for the CPU by default:
+   mixed_bfloat16 with AVX512-BF16 or AMX, float32 without), printing the BLEU of the
    first `--bleu-sentences` `val` pairs after every epoch (inside the
    clock) and a table of them at the end; then for the last weights and
    for the average of the last `--average-last` epoch checkpoints (the
@@ -42,6 +43,7 @@ from keras_attention.text import load_multi30k  # noqa: E402
 from keras_attention.training import average_checkpoints  # noqa: E402
 from keras_attention.training import epoch_checkpoints  # noqa: E402
 from keras_attention.training.config import CORPUS_RECIPES  # noqa: E402
+from keras_attention.training.precision import PRECISION_SETTINGS  # noqa: E402
 from keras_attention.translator import TrainingConfig  # noqa: E402
 from keras_attention.translator import Translator  # noqa: E402
 from keras_attention.translator import build  # noqa: E402
@@ -143,10 +145,12 @@ def main():
     parser.add_argument("--tokens-per-batch", type=int, default=None,
                         help="tokens per training batch (default: the "
                         "recipe's)")
-    parser.add_argument("--precision", default="mixed_bfloat16",
-                        help="Keras dtype policy (default: mixed_bfloat16, "
-                             "fast on CPUs with AVX512-BF16; use float32 on "
-                             "one without)")
+    parser.add_argument("--precision", default="auto",
+                        choices=PRECISION_SETTINGS,
+                        help="Keras dtype policy (default: auto, "
+                             "mixed_bfloat16 on CPUs with AVX512-BF16 or "
+                             "AMX, float32 on others; the run prints its "
+                             "choice)")
     parser.add_argument("--evaluate-only", action="store_true",
                         help="skip training: evaluate the translator saved "
                              "in --output-dir by an earlier run")

@@ -19,13 +19,15 @@ and export.
 
 Run: `python examples/translate_multi30k.py --data-dir ../shared/data/multi30k`
 (or set `MULTI30K_DIR`). The defaults train for about an hour on two CPU
-cores with AVX512-BF16 (`--precision float32` on other CPUs, about 2.3
-times slower); `--epochs 1 --train-size 2000` is a quick look.
+cores with AVX512-BF16, where `--precision auto` takes mixed_bfloat16; on
+other CPUs it takes float32, about 2.3 times slower; `--epochs 1
+--train-size 2000` is a quick look.
 """
 
 import argparse
 
 from keras_attention.text import load_multi30k
+from keras_attention.training.precision import PRECISION_SETTINGS
 from keras_attention.translator import TrainingConfig
 from keras_attention.translator import train
 
@@ -47,9 +49,12 @@ def main(argv=None):
     parser.add_argument("--epochs", type=int, default=None,
                         help="passes over the data (default: the "
                              "recipe's, 25)")
-    parser.add_argument("--precision", default="mixed_bfloat16",
-                        help="Keras dtype policy (default: mixed_bfloat16; "
-                             "float32 on CPUs without AVX512-BF16)")
+    parser.add_argument("--precision", default="auto",
+                        choices=PRECISION_SETTINGS,
+                        help="Keras dtype policy (default: auto, "
+                             "mixed_bfloat16 on CPUs with AVX512-BF16 or "
+                             "AMX, float32 on others; training prints its "
+                             "choice)")
     parser.add_argument("--train-size", type=int, default=None)
     parser.add_argument("--bleu-sentences", type=int, default=200,
                         help="validation sentences translated after each "

@@ -1,6 +1,10 @@
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# Training runs say precision="auto" by default, which picks bfloat16 only
+# on some CPUs: the suite's numbers must not depend on the CPU it runs on
+# (tests/training/test_precision.py checks "auto" itself).
+os.environ.setdefault("KERAS_ATTENTION_PRECISION", "float32")
 if os.environ.get("KERAS_BACKEND") == "jax":
     # Eager JAX compiles every op for every new shape; on CPU, XLA's
     # backend optimizations take most of that time and buy nothing for

@@ -106,22 +106,26 @@ def test_render_timing_pair(monkeypatch):
 
 
 def test_render_scaling(monkeypatch):
-    def row(variant, layer, median, time_ratio, tensor, memory_ratio):
-        return {"section": "relative", "size": "T=2048", "length": 2048,
+    def row(variant, layer, median, time_ratio, tensor, memory_ratio,
+            size="T=2048", **source):
+        return {"section": "relative", "size": size, "length": 2048,
                 "variant": variant, "layer": layer,
                 "time": _timing(median, median - 5, median + 5),
                 "time_ratio": time_ratio, "gflop": 48.32,
                 "gflop_per_s": 48.32 / median * 1e3, "tensor": tensor,
                 "memory_ratio": memory_ratio,
                 "rss": {"median_mib": 600.0, "min_mib": 599.8,
-                        "max_mib": 600.3}, "memory_runs": 3}
+                        "max_mib": 600.3}, "memory_runs": 3, **source}
 
     record = _record(
         "attention_scaling",
         [row("mhsa", "MultiHeadSelfAttention (ref)", 280.2, 1.0,
              {"median_mib": 422.0, "min_mib": 420.0, "max_mib": 500.0}, 1.0),
          row("skew", "RelativeAttention skew", 390.4, 390.4 / 280.2,
-             None, None)],
+             None, None),
+         # Measured where the allocator keeps no statistics (oneDNN off).
+         row("skew", "RelativeAttention skew", 390.4, 1.39, None, 1.0,
+             size="T=1024", memory_source="RSS")],
         targets=[{"name": "relative(skew)/MHSA time at T=2048",
                   "value": 1.39, "relation": "<=", "bound": 1.5,
                   "verdict": "met", "note": ""},
@@ -138,10 +142,13 @@ def test_render_scaling(monkeypatch):
                                "(IQR) of 5 fwd+bwd runs")
     assert ("| relative | T=2048 | MultiHeadSelfAttention (ref) "
             "| 280.20 (275.20–285.20) | 1.00 | 48.32 | 172 | 422 (420–500) "
-            "| 1.00 | 600 |") in lines
+            "| 1.00 | 600 | allocator |") in lines
     assert ("| relative | T=2048 | RelativeAttention skew "
             "| 390.40 (385.40–395.40) | 1.39 | 48.32 | 124 | n/a | n/a "
-            "| 600 |") in lines
+            "| 600 | allocator |") in lines
+    assert ("| relative | T=1024 | RelativeAttention skew "
+            "| 390.40 (385.40–395.40) | 1.39 | 48.32 | 124 | no stats "
+            "| 1.00 | 600 | RSS |") in lines
     assert ("- relative(skew)/MHSA time at T=2048: 1.39× (target ≤ 1.5×): "
             "met") in lines
     assert ("- full/local time at n=512: 0.95× (target ≥ 10×; the target "

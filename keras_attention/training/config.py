@@ -9,12 +9,14 @@ TensorFlow nor Keras, so the command line answers `--help` at once.
 import dataclasses
 
 from keras_attention import _validation
+from keras_attention.training.precision import PRECISION_SETTINGS
+from keras_attention.training.precision import PRECISIONS  # noqa: F401
 
-# Keras dtype policies a run may train under. mixed_bfloat16 is the fast one
-# on CPUs with AVX512-BF16 (2.3x the float32 steps per second in a
-# synthetic-batch test on this project's 2-core machine) and on TPUs;
-# mixed_float16 on GPUs.
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+# The Keras dtype policies a run may train under are PRECISIONS; "auto"
+# picks mixed_bfloat16 where the hardware computes bfloat16 (CPUs with
+# AVX512-BF16 or AMX; Ampere GPUs) and float32 elsewhere
+# (`precision.choose_precision`).
+
 JIT_COMPILE = ("auto", "on", "off")
 MODELS = ("transformer", "rnn")
 CORPORA = ("synthetic", "multi30k", "files")
@@ -147,9 +149,10 @@ class TrainingConfig:
     clipnorm: float | None = option(
         1.0, "clip the gradient to this global norm (0 disables)", type=float)
     precision: str = option(
-        "float32", "Keras dtype policy: float32, mixed_bfloat16 (for CPUs "
-        "with AVX512-BF16, where it is much faster, and TPUs) or "
-        "mixed_float16 (GPUs)", choices=PRECISIONS)
+        "auto", "Keras dtype policy: auto (mixed_bfloat16 where the CPU has "
+        "AVX512-BF16 or AMX or the GPU is an Ampere or newer, float32 "
+        "elsewhere; the run prints its choice), float32, mixed_bfloat16 or "
+        "mixed_float16 (older GPUs)", choices=PRECISION_SETTINGS)
     jit_compile: str = option(
         "auto", "XLA for the training step: auto (off on CPUs, where it "
         "measured slower; on with one GPU; off with several replicas), on "
@@ -176,7 +179,8 @@ class TrainingConfig:
         _validation.choice("corpus", self.corpus, CORPORA)
         self._apply_recipe()
         _validation.choice("preset", self.preset, PRESET_NAMES[self.model])
-        _validation.choice("precision", self.precision, PRECISIONS)
+        _validation.choice("precision", self.precision,
+                           PRECISION_SETTINGS)
         _validation.choice("jit_compile", self.jit_compile, JIT_COMPILE)
         if self.cell is not None:
             _validation.choice("cell", self.cell, RNN_CELLS)

@@ -27,6 +27,7 @@ from keras_attention.training.averaging import epoch_checkpoints
 from keras_attention.training.losses import MaskedAccuracy
 from keras_attention.training.losses import MaskedCrossentropy
 from keras_attention.training.optimizers import AllReduceClippingAdam
+from keras_attention.training.precision import describe_precision
 from keras_attention.training.schedule import TransformerSchedule
 from keras_attention.training.strategy import describe
 from keras_attention.training.strategy import jit_compile_for
@@ -156,6 +157,9 @@ def setup(config):
     pathlib.Path(config.output_dir).mkdir(parents=True, exist_ok=True)
     strategy = strategy_from_environment()
     print(f"strategy: {describe(strategy)}")
+    policy, line = describe_precision(config.precision)
+    print(line)
+    config = dataclasses.replace(config, precision=policy)
     data = prepare_data(config, strategy.num_replicas_in_sync)
     with strategy.scope():
         model = compiled_model(config, data.tokenizer)
