@@ -233,9 +233,11 @@ class TransformerTranslator(keras.Model):
         if self.output_projection is not None:
             logits = self.output_projection(x)
         else:
-            # (B, T, D) x (V, D) -> (B, T, V)
+            # (B, T, D) x (D, V) -> (B, T, V), one 2-D matrix product
+            # (an einsum broadcasting the (V, D) matrix over B made its
+            # gradient a (B, V, D) product summed over B).
             embeddings = ops.cast(self.target_embedding.embeddings, x.dtype)
-            logits = ops.einsum("btd,vd->btv", x, embeddings)
+            logits = ops.matmul(x, ops.transpose(embeddings))
         return ops.cast(logits, "float32")
 
     def decode(self, decoder_tokens, memory, source_mask, training=None,
