@@ -311,16 +311,20 @@ class TransformerDecoder(TransformerBlock):
             y = self._pre_norm(x, self.cross_attention_layer_norm)
             # With a cache, the keys/values are the cached projections of
             # the encoder output: there is no value sequence to pass.
-            attended, scores = self.cross_attention(
+            attended = self.cross_attention(
                 y,
                 value=encoder_sequence if cross_cache is None else None,
                 padding_mask=decoder_padding_mask,
                 key_padding_mask=encoder_padding_mask,
                 attention_mask=encoder_attention_mask,
-                return_attention_scores=True,
+                return_attention_scores=return_attention_scores,
                 training=training,
                 cache=cross_cache,
-            )[:2]  # (output, weights[, cache as given])
+            )  # output[, weights][, cache as given]
+            if return_attention_scores:
+                attended, scores = attended[:2]
+            elif cross_cache is not None:
+                attended = attended[0]
             x = self._residual(
                 x, attended, self.cross_attention_layer_norm,
                 self.cross_attention_dropout, training,

@@ -244,27 +244,35 @@ class TransformerTranslator(keras.Model):
                return_attention_scores=False):
         """Logits `(B, T, V)` for a whole target prefix (teacher forcing),
         and, if asked, the last block's cross-attention `(B, N, T, S)`."""
-        x, scores = self._decode_blocks(decoder_tokens, memory, source_mask,
-                                        training)
+        x, scores = self._decode_blocks(
+            decoder_tokens, memory, source_mask, training,
+            scores="last" if return_attention_scores else None,
+        )
         logits = self._logits(x)
         return (logits, scores[-1]) if return_attention_scores else logits
 
     def _decode_blocks(self, decoder_tokens, memory, source_mask,
-                       training=None):
-        """The last block's states `(B, T, D)` and every block's
-        cross-attention `(B, N, T, S)`, teacher forced."""
+                       training=None, scores=None):
+        """The last block's states `(B, T, D)` and the cross-attention
+        `(B, N, T, S)` of the blocks `scores` names (`None`, `"last"` or
+        `"all"`), teacher forced. Blocks not named are not asked for
+        theirs."""
         target_mask = ops.not_equal(decoder_tokens, self.pad_id)
         x = self._embed(self.target_embedding, decoder_tokens,
                         training=training)
-        scores = []
-        for block in self.decoder_blocks:
-            x, block_scores = block(
+        block_scores = []
+        last = len(self.decoder_blocks) - 1
+        for index, block in enumerate(self.decoder_blocks):
+            wanted = scores == "all" or (scores == "last" and index == last)
+            x = block(
                 x, memory, decoder_padding_mask=target_mask,
                 encoder_padding_mask=source_mask,
-                return_attention_scores=True, training=training,
+                return_attention_scores=wanted, training=training,
             )
-            scores.append(block_scores)
-        return x, scores
+            if wanted:
+                x, attention = x
+                block_scores.append(attention)
+        return x, block_scores
 
     def cross_attention(self, encoder_tokens, decoder_tokens):
         """Every decoder block's cross-attention, every head: float32
@@ -272,7 +280,8 @@ class TransformerTranslator(keras.Model):
         then the output but its last token). `[:, -1].mean(1)` is what
         `decode_step` reports."""
         memory, source_mask = self.encode(encoder_tokens)
-        _, scores = self._decode_blocks(decoder_tokens, memory, source_mask)
+        _, scores = self._decode_blocks(decoder_tokens, memory, source_mask,
+                                        scores="all")
         return ops.cast(ops.stack(scores, axis=1), "float32")
 
     def call(self, inputs, training=None):
@@ -305,11 +314,17 @@ class TransformerTranslator(keras.Model):
         """
         x = self._embed(self.target_embedding, tokens, start_index=index)
         new_cache = {}
+        last = self.decoder_blocks[-1]
         for block in self.decoder_blocks:
-            x, scores, new_cache[block.name] = block(
+            outputs = block(
                 x, encoder_padding_mask=source_mask, cache=cache[block.name],
-                cache_update_index=index, return_attention_scores=True,
+                cache_update_index=index,
+                return_attention_scores=block is last,
             )
+            if block is last:
+                x, scores, new_cache[block.name] = outputs
+            else:
+                x, new_cache[block.name] = outputs
         attention = ops.mean(ops.cast(scores[:, :, 0], "float32"), axis=1)
         return self._logits(x)[:, 0], new_cache, attention
 

@@ -128,6 +128,24 @@ def test_cached_decoding_equals_full_pass(cross, normalize_first):
         assert_allclose(scores, full[1], atol=1e-6)
 
 
+def test_outputs_do_not_depend_on_asking_for_the_scores():
+    # Without `return_attention_scores` the cross-attention is not asked
+    # for its weights (a fused core may then compute it); same outputs.
+    decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)
+    masks = {"encoder_padding_mask": SOURCE_PADDING,
+             "decoder_padding_mask": TARGET_PADDING}
+    outputs, _ = decoder(TARGET, SOURCE, return_attention_scores=True, **masks)
+    assert_allclose(decoder(TARGET, SOURCE, **masks), outputs, atol=1e-6)
+    cache = decoder.initial_cache(SOURCE, max_length=TARGET_LEN)
+    source_mask = {"encoder_padding_mask": SOURCE_PADDING}
+    step, _, _ = decoder(TARGET[:, :1], cache=cache, cache_update_index=0,
+                         return_attention_scores=True, **source_mask)
+    plain, new_cache = decoder(TARGET[:, :1], cache=cache,
+                               cache_update_index=0, **source_mask)
+    assert_allclose(plain, step, atol=1e-6)
+    assert sorted(new_cache) == ["cross_attention", "self_attention"]
+
+
 def test_cached_decoding_under_xla():
     """The step function of a decoding loop compiles and matches eager."""
     decoder = TransformerDecoder(intermediate_dim=16, num_heads=2)

@@ -48,6 +48,19 @@ def test_cached_steps_equal_the_teacher_forced_pass(options):
             step_scores, np.array(scores)[:, :, index].mean(1), atol=1e-5)
 
 
+def test_scores_are_the_last_blocks_and_do_not_change_the_logits():
+    model = small(num_layers=3)
+    inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
+    memory, source_mask = model.encode(SOURCE)
+    logits, scores = model.decode(TARGET, memory, source_mask,
+                                  return_attention_scores=True)
+    np.testing.assert_allclose(model(inputs), logits, atol=1e-6)
+    every_block = np.array(model.cross_attention(SOURCE, TARGET))
+    assert every_block.shape == (2, 3, 2, 5, 6)  # (B, L, N, T, S)
+    np.testing.assert_allclose(every_block[:, -1], scores, atol=1e-6)
+    assert not np.allclose(every_block[:, 0], scores, atol=1e-3)
+
+
 def test_tied_and_shared_embeddings():
     tied = small(share_embeddings=True)
     names = [w.path for w in tied.weights]
