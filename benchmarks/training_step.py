@@ -47,6 +47,8 @@ from keras_attention.models.transformer_translator import PRESETS  # noqa: E402
 from keras_attention.training import seq2seq  # noqa: E402
 from keras_attention.training.config import TrainingConfig  # noqa: E402
 from keras_attention.training.losses import MaskedAccuracy  # noqa: E402
+from keras_attention.training.precision import PRECISION_SETTINGS  # noqa: E402
+from keras_attention.training.precision import describe_precision  # noqa: E402
 
 
 def keras_hub_translator(vocabulary, preset, dtype, pad_id):
@@ -101,11 +103,17 @@ def main():
     parser.add_argument("--data-dir", default=None,
                         help="Multi30k folder (default: $MULTI30K_DIR)")
     parser.add_argument("--preset", default="small")
-    parser.add_argument("--precision", default="mixed_bfloat16")
+    parser.add_argument("--precision", default="auto",
+                        choices=PRECISION_SETTINGS,
+                        help="dtype policy of all four models (default: "
+                             "auto, mixed_bfloat16 on CPUs with AVX512-BF16 "
+                             "or AMX, float32 elsewhere)")
     parser.add_argument("--batches", type=int, default=8)
     parser.add_argument("--passes", type=int, default=2)
     harness.add_results_arguments(parser, "training_step")
     args = parser.parse_args()
+    args.precision, line = describe_precision(args.precision)
+    print(line)
     data_dir = args.data_dir or os.environ.get("MULTI30K_DIR")
     if not args.data_dir and data_dir and not os.path.isdir(data_dir):
         data_dir = None  # e.g. the Makefile's default, not on this machine
