@@ -23,6 +23,7 @@ import urllib.request
 import pytest
 
 from tests.serving import model_repository
+from tests.trained_translators import trained_translator
 
 EXTERNAL_GRPC = os.environ.get("TF_SERVING_GRPC")
 # Either API of a real TF Serving: the tests then start no server.
@@ -51,10 +52,15 @@ def repository(tmp_path_factory):
     prebuilt = os.environ.get("KERAS_ATTENTION_TEST_REPOSITORY")
     if prebuilt and (pathlib.Path(prebuilt) / "models.config").exists():
         return pathlib.Path(prebuilt)  # a developer's shortcut, see README
+    # The translators the decoding and export tests train too, trained
+    # once per run (by whichever worker needs one first).
+    variants = list(model_repository.TRANSLATORS.values())
+    trained = {name: trained_translator(tmp_path_factory, variant,
+                                        then=variants)
+               for name, variant in model_repository.TRANSLATORS.items()}
     if not os.environ.get("PYTEST_XDIST_WORKER"):
         root = tmp_path_factory.mktemp("models")
-        return model_repository.build(
-            root, translator_work_dir=tmp_path_factory.mktemp("run"))
+        return model_repository.build(root, trained=trained)
     # Under xdist every worker has its own base temp inside this run's
     # folder; the first worker to get the lock builds, the others reuse.
     shared = tmp_path_factory.getbasetemp().parent
@@ -62,8 +68,7 @@ def repository(tmp_path_factory):
         fcntl.flock(lock, fcntl.LOCK_EX)
         root = shared / "serving-models"
         if not (root / "models.config").exists():
-            model_repository.build(root,
-                                   translator_work_dir=shared / "serving-run")
+            model_repository.build(root, trained=trained)
     return root
 
 

@@ -4,14 +4,16 @@ a real TF Serving:
     ROOT/numeric/1, ROOT/numeric/2   the numeric model (tests/serving/
                                      numeric_model.py), two versions
     ROOT/translator/1                a tiny Transformer translator,
-                                     briefly trained
+                                     briefly trained (tests/
+                                     trained_translators.py)
     ROOT/rnn_translator/1            a tiny RNN translator (additive
                                      attention), briefly trained
     ROOT/models.config               the three models; numeric serves all
                                      versions, labels stable=1, canary=2
     ROOT/translations.json           the in-process translations of
-                                     TEXTS, for comparison over REST (and
-                                     ROOT/rnn_translator_translations.json)
+                                     TEXTS as trained, for comparison
+                                     over REST (and ROOT/
+                                     rnn_translator_translations.json)
 
 To check a real TF Serving: `python -m tests.serving.model_repository
 DIR --config-base /models`, start tensorflow_model_server with DIR
@@ -32,9 +34,9 @@ TEXTS = [
     " ".join(["the big red dog runs to the old house ."] * 40),
 ]
 
-# Served name -> the TrainingConfig.model it is trained as, and the file of
-# its in-process translations.
-TRANSLATORS = {"translator": "transformer", "rnn_translator": "rnn"}
+# Served name -> the variant of tests/trained_translators.py it is, and the
+# file of its in-process translations.
+TRANSLATORS = {"translator": "sinusoidal", "rnn_translator": "rnn"}
 TRANSLATIONS = {"translator": "translations.json",
                 "rnn_translator": "rnn_translator_translations.json"}
 
@@ -61,26 +63,35 @@ CONFIG = """model_config_list {{
 """
 
 
-def build(root, config_base=None, translator_work_dir=None):
-    """Write the repository under `root`; returns `root` as a Path."""
-    from keras_attention.translator import TrainingConfig
-    from keras_attention.translator import train
+def build(root, config_base=None, translator_work_dir=None, trained=None):
+    """Write the repository under `root`; returns `root` as a Path.
+
+    `trained` maps served names to the run folders of translators already
+    trained by `tests.trained_translators` (the test suite's, shared with
+    the decoding and export tests); the others are trained here, under
+    `translator_work_dir`."""
+    from keras_attention.translator import Translator
     from tests.serving.numeric_model import export_numeric_model
+    from tests.trained_translators import recorded_translations
+    from tests.trained_translators import train_translator
 
     root = pathlib.Path(root)
     root.mkdir(parents=True, exist_ok=True)
     for version in (1, 2):
         export_numeric_model(root / "numeric", version)
     work = pathlib.Path(translator_work_dir or root / "_translator_run")
-    for name, model in TRANSLATORS.items():
-        translator = train(TrainingConfig(
-            output_dir=str(work / name), model=model, train_size=1500,
-            epochs=3, bleu_sentences=0, verbose=0, warmup_steps=100,
-            learning_rate_scale=2.0, max_length=32,
-        ))
-        translator.export(root, name, 1)
+    trained = dict(trained or {})
+    for name, variant in TRANSLATORS.items():
+        if name not in trained:
+            train_translator(work / name, variant)
+            trained[name] = work / name
+    for name in TRANSLATORS:
+        # Loaded after every training: training frees the TensorFlow
+        # resources of the tokenizers made before it.
+        Translator.load(trained[name]).export(root, name, 1)
+        recorded = recorded_translations(trained[name])
         (root / TRANSLATIONS[name]).write_text(json.dumps(
-            dict(zip(TEXTS, translator.translate(TEXTS))), ensure_ascii=False))
+            {text: recorded[text] for text in TEXTS}, ensure_ascii=False))
     (root / "models.config").write_text(
         CONFIG.format(base=config_base or root.resolve()))
     return root

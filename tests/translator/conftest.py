@@ -1,30 +1,22 @@
 import pytest
 
-from keras_attention.translator import TrainingConfig
-from keras_attention.translator import train
-
-VARIANTS = {
-    "sinusoidal": dict(model="transformer"),
-    "relative": dict(model="transformer", max_relative_position=4,
-                     relative_values=True),
-    "rnn": dict(model="rnn"),
-}
+from keras_attention.translator import Translator
+from tests.trained_translators import VARIANTS
+from tests.trained_translators import trained_translator
 
 
 @pytest.fixture(scope="session", params=list(VARIANTS))
 def trained(tmp_path_factory, request):
-    """A tiny translator trained briefly on the synthetic corpus: far from
+    """A tiny translator trained briefly on the synthetic corpus (see
+    tests/trained_translators.py), loaded from its run folder: far from
     good, but its outputs vary with the input, which the decoding and
     export checks need. Every decoding and export test runs on each
     model: the Transformer with the paper's sinusoidal positions, with
     relative-position self-attention (δ = 4, keys and values), and the RNN
     encoder-decoder with additive attention."""
-    directory = tmp_path_factory.mktemp("translator")
-    translator = train(TrainingConfig(
-        output_dir=str(directory), train_size=2000, epochs=5,
-        bleu_sentences=0, verbose=0, warmup_steps=100,
-        learning_rate_scale=2.0, max_length=48, **VARIANTS[request.param],
-    ))
+    directory = trained_translator(tmp_path_factory, request.param,
+                                   then=list(VARIANTS))
+    translator = Translator.load(directory)
     # The variants really differ.
     model = translator.model
     if request.param == "rnn":

@@ -12,14 +12,8 @@ import tensorflow as tf
 from keras_attention.cli import main as cli
 from keras_attention.export import next_version
 from keras_attention.translator import Translator
-
-TEXTS = [
-    "The old man sees a small dog.",
-    "",
-    "Zoë isst Käse über dem Tisch — naïve café ☕.",
-    "The children read the books. " * 40,  # longer than max_source_length
-    "A woman cooks.",
-]
+from tests.trained_translators import TEXTS
+from tests.trained_translators import recorded_translations
 
 LOAD = """
 import json, sys
@@ -143,9 +137,14 @@ def test_versions_count_up_and_never_overwrite(trained, tmp_path):
 
 
 def test_save_load_and_cli(trained, tmp_path, capsys):
+    """The saved run translates as the translator did in memory, when it
+    was trained (its recorded translations)."""
     translator, directory = trained
     loaded = Translator.load(directory)
-    assert loaded.translate(TEXTS) == translator.translate(TEXTS)
+    recorded = recorded_translations(directory)
+    translations = loaded.translate(TEXTS)
+    assert translations == [recorded[text] for text in TEXTS]
+    assert translations == translator.translate(TEXTS)
     cli(["translate", "--model-dir", str(directory), TEXTS[0], TEXTS[4]])
     printed = capsys.readouterr().out.strip().splitlines()
     assert printed == translator.translate([TEXTS[0], TEXTS[4]])
