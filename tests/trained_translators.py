@@ -14,7 +14,10 @@ that needs a translator trains it into a folder beside the workers' base
 temporary folders (the pattern of pytest-xdist's documentation, with a
 lock file per translator); the others load it from there. A worker that
 finds its translator being trained by another trains one it needs next
-instead of waiting.
+instead of waiting. The training runs in a subprocess (`python -m
+tests.trained_translators FOLDER VARIANT`): `train()` seeds TensorFlow,
+which frees the resources of the tokenizers a test process holds (see
+tests/training/test_seeding.py).
 """
 
 import contextlib
@@ -22,6 +25,8 @@ import fcntl
 import json
 import os
 import pathlib
+import subprocess
+import sys
 
 from tests.serving.model_repository import TEXTS as SERVING_TEXTS
 
@@ -46,6 +51,7 @@ TEXTS = [
 ]
 RECORDED_TEXTS = [*TEXTS, *SERVING_TEXTS]
 DONE = "trained"  # written last: the folder holds a complete run
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def train_translator(directory, name):
@@ -91,11 +97,21 @@ def _locked(folder, name, wait):
         yield True
 
 
+def _train_in_a_subprocess(directory, name):
+    result = subprocess.run(
+        [sys.executable, "-m", "tests.trained_translators", str(directory),
+         name], cwd=REPO_ROOT, capture_output=True, text=True,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    if result.returncode != 0:
+        raise RuntimeError(f"training the {name} translator failed:\n"
+                           f"{(result.stdout + result.stderr)[-3000:]}")
+
+
 def _train_unless_done(folder, name, wait):
     """Whether `name` is trained now (by this call or another worker's)."""
     with _locked(folder, name, wait) as held:
         if held and not (folder / name / DONE).exists():
-            train_translator(folder / name, name)
+            _train_in_a_subprocess(folder / name, name)
         return held
 
 
@@ -105,9 +121,7 @@ def trained_translator(tmp_path_factory, name, then=()):
     trains the first variant of `then` (those it needs next) that no
     worker has trained or is training.
 
-    Training frees the TensorFlow resources of tokenizers made earlier in
-    the process (see tests/training/test_seeding.py): load the translator
-    from the folder after this returns."""
+    Load the translator from the folder (`Translator.load`)."""
     folder = _shared_folder(tmp_path_factory)
     if not _train_unless_done(folder, name, wait=False):
         for other in then:
@@ -117,3 +131,7 @@ def trained_translator(tmp_path_factory, name, then=()):
                 _train_unless_done(folder, other, wait=False)
         _train_unless_done(folder, name, wait=True)
     return folder / name
+
+
+if __name__ == "__main__":
+    train_translator(*sys.argv[1:])

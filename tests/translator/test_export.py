@@ -20,43 +20,63 @@ import json, sys
 import tensorflow as tf
 import tensorflow_text  # noqa: F401
 assert "keras_attention" not in sys.modules
-model = tf.saved_model.load(sys.argv[1])
-texts = json.loads(sys.argv[2])
-default = model.signatures["serving_default"]
-details = model.signatures["translate_with_attention"]
-out = default(text=tf.constant(texts, tf.string))
-more = details(text=tf.constant(texts, tf.string))
-ops = {op.type for f in (default, details) for op in f.graph.get_operations()}
-print(json.dumps({
-    "signatures": sorted(model.signatures),
-    "outputs": sorted(out), "details": sorted(more),
-    "translation": [t.decode("utf-8") for t in out["translation"].numpy()],
-    "tokens": more["tokens"].numpy().tolist(),
-    "attention": more["attention"].numpy().tolist(),
-    "truncated": more["truncated"].numpy().tolist(),
-    "xla_ops": sorted(o for o in ops if o.startswith("Xla")),
-    "input": str(default.structured_input_signature),
-}))
+texts = json.loads(sys.argv[1])
+for path in sys.argv[2:]:
+    model = tf.saved_model.load(path)
+    default = model.signatures["serving_default"]
+    details = model.signatures["translate_with_attention"]
+    out = default(text=tf.constant(texts, tf.string))
+    more = details(text=tf.constant(texts, tf.string))
+    ops = {op.type for f in (default, details)
+           for op in f.graph.get_operations()}
+    print(json.dumps({
+        "signatures": sorted(model.signatures),
+        "outputs": sorted(out), "details": sorted(more),
+        "translation": [t.decode("utf-8") for t in out["translation"].numpy()],
+        "tokens": more["tokens"].numpy().tolist(),
+        "attention": more["attention"].numpy().tolist(),
+        "truncated": more["truncated"].numpy().tolist(),
+        "xla_ops": sorted(o for o in ops if o.startswith("Xla")),
+        "input": str(default.structured_input_signature),
+    }))
 """
+BEAM_SIZES = (1, 3)
 
 
-def _load_elsewhere(path):
+def _load_elsewhere(*paths):
+    """What one process that imports only tensorflow and tensorflow_text
+    reads from each SavedModel."""
     result = subprocess.run(
-        [sys.executable, "-c", LOAD, str(path), json.dumps(TEXTS)],
+        [sys.executable, "-c", LOAD, json.dumps(TEXTS), *map(str, paths)],
         capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stderr[-3000:]
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    lines = result.stdout.strip().splitlines()[-len(paths):]
+    return [json.loads(line) for line in lines]
 
 
-@pytest.mark.parametrize("beam_size", [1, 3])
-def test_exported_model_translates_like_the_in_memory_one(trained, tmp_path,
+@pytest.fixture(scope="module")
+def exported(trained, tmp_path_factory):
+    """{beam size: (the translator, base path, its export, what another
+    process loads from it)}: the translator exported with greedy decoding
+    and with a beam of 3, both loaded by one other process."""
+    found = {}
+    for beam_size in BEAM_SIZES:
+        translator = trained[0].with_decoding(beam_size=beam_size)
+        translator.module.max_source_length = 32
+        base = tmp_path_factory.mktemp(f"beam_size_{beam_size}_")
+        found[beam_size] = (translator, base,
+                            translator.export(base, "translator"))
+    loaded = _load_elsewhere(*[path for _, _, path in found.values()])
+    return {beam_size: (*found[beam_size], elsewhere)
+            for beam_size, elsewhere in zip(found, loaded)}
+
+
+@pytest.mark.parametrize("beam_size", BEAM_SIZES)
+def test_exported_model_translates_like_the_in_memory_one(exported,
                                                           beam_size):
-    translator = trained[0].with_decoding(beam_size=beam_size)
-    translator.module.max_source_length = 32
-    path = translator.export(tmp_path, "translator")
-    assert path == tmp_path / "translator" / "1"
-    loaded = _load_elsewhere(path)
+    translator, base, path, loaded = exported[beam_size]
+    assert path == base / "translator" / "1"
     in_memory = translator.translate(TEXTS)
     assert loaded["translation"] == in_memory
     assert loaded["signatures"] == ["serving_default",
@@ -125,6 +145,9 @@ def test_load_with_another_dtype_policy(trained):
     assert len(loaded.translate(TEXTS[:2])) == 2
 
 
+# The version folders are `save_version`'s, whatever the model: one
+# model's two exports show them.
+@pytest.mark.parametrize("trained", ["sinusoidal"], indirect=True)
 def test_versions_count_up_and_never_overwrite(trained, tmp_path):
     translator = trained[0]
     assert next_version(tmp_path / "translator") == 1
