@@ -11,6 +11,7 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
+from keras_attention.layers._flat_einsum_dense import FlatEinsumDense
 
 HEAD_MERGES = ("concat", "mean")
 # Backends whose `keras.ops.dot_product_attention` computes the attention
@@ -159,7 +160,10 @@ class MultiHeadAttention(keras.layers.Layer):
         self.supports_masking = True
 
     def _projection(self, name, equation, output_shape, bias_axes):
-        projection = keras.layers.EinsumDense(
+        # EinsumDense computing its product as one 2-D matmul (the weight
+        # gradient of TensorFlow's einsum is a batched product summed over
+        # the batch); the same weights.
+        projection = FlatEinsumDense(
             equation,
             output_shape=output_shape,
             bias_axes=bias_axes if self.use_bias else None,
