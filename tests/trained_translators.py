@@ -8,6 +8,8 @@ outputs vary with the input, which those tests need. Right after training,
 before anything saves or loads it, the trainer records the in-memory
 translator's translations of `RECORDED_TEXTS` (`translations.json` in the
 run folder): the tests compare what they load, export or serve with them.
+The translators the serving tests serve it also exports, as they will be
+served (`export/NAME/1` in the run folder).
 
 Under pytest-xdist every worker is a process of its own: the first worker
 that needs a translator trains it into a folder beside the workers' base
@@ -29,6 +31,7 @@ import subprocess
 import sys
 
 from tests.serving.model_repository import TEXTS as SERVING_TEXTS
+from tests.serving.model_repository import TRANSLATORS as SERVED
 
 # The variants (TrainingConfig options): the Transformer with the paper's
 # sinusoidal positions, with relative-position self-attention (δ = 4, keys
@@ -50,6 +53,8 @@ TEXTS = [
     "A woman cooks.",
 ]
 RECORDED_TEXTS = [*TEXTS, *SERVING_TEXTS]
+# Variant -> the name the serving tests serve it under.
+SERVED_AS = {variant: name for name, variant in SERVED.items()}
 DONE = "trained"  # written last: the folder holds a complete run
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -65,8 +70,16 @@ def train_translator(directory, name):
     recorded = dict(zip(RECORDED_TEXTS, translator.translate(RECORDED_TEXTS)))
     (directory / "translations.json").write_text(
         json.dumps(recorded, ensure_ascii=False), encoding="utf-8")
+    if name in SERVED_AS:
+        translator.export(directory / "export", SERVED_AS[name], 1)
     (directory / DONE).touch()
     return translator
+
+
+def served_export(directory, name):
+    """The SavedModel of the run in `directory`, exported as served `name`
+    (tests/serving/model_repository.py)."""
+    return pathlib.Path(directory) / "export" / name / "1"
 
 
 def recorded_translations(directory):

@@ -25,6 +25,7 @@ TF_SERVING_URL=http://localhost:8501 TF_SERVING_MODEL_DIR=DIR.
 import argparse
 import json
 import pathlib
+import shutil
 
 TEXTS = [
     "the man sees the dog .",
@@ -70,9 +71,9 @@ def build(root, config_base=None, translator_work_dir=None, trained=None):
     trained by `tests.trained_translators` (the test suite's, shared with
     the decoding and export tests); the others are trained here, under
     `translator_work_dir`."""
-    from keras_attention.translator import Translator
     from tests.serving.numeric_model import export_numeric_model
     from tests.trained_translators import recorded_translations
+    from tests.trained_translators import served_export
     from tests.trained_translators import train_translator
 
     root = pathlib.Path(root)
@@ -86,9 +87,8 @@ def build(root, config_base=None, translator_work_dir=None, trained=None):
             train_translator(work / name, variant)
             trained[name] = work / name
     for name in TRANSLATORS:
-        # Loaded after every training: training frees the TensorFlow
-        # resources of the tokenizers made before it.
-        Translator.load(trained[name]).export(root, name, 1)
+        # Exported by the process that trained it.
+        shutil.copytree(served_export(trained[name], name), root / name / "1")
         recorded = recorded_translations(trained[name])
         (root / TRANSLATIONS[name]).write_text(json.dumps(
             {text: recorded[text] for text in TEXTS}, ensure_ascii=False))
