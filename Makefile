@@ -7,13 +7,13 @@ STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.installed-torch
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install demo test test-jax test-torch test-serving lint bench bench-translator bench-serving bench-attention clean
+.PHONY: install demo test test-jax test-torch test-serving docs docs-serve lint bench bench-translator bench-serving bench-attention clean
 
 install: $(STAMP)
 
-$(STAMP): setup.py
+$(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev,official,serving]"
+	$(PY) -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -33,7 +33,7 @@ test-jax: $(STAMP)
 # (about 5 GB installed, 40 s from a local mirror), so it is an extra of
 # its own, installed the first time this target runs.
 $(TORCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e ".[dev,official,serving,torch]"
+	$(PY) -m pip install --quiet -e ".[dev,torch]"
 	touch $(TORCH_STAMP)
 
 test-torch: $(TORCH_STAMP)
@@ -43,6 +43,15 @@ test-torch: $(TORCH_STAMP)
 # they check a real TF Serving instead of ours (see serving/README.md).
 test-serving: $(STAMP)
 	$(PY) -m pytest tests/serving
+
+# The documentation site, in strict mode: a broken link or cross-reference,
+# a missing page or a public name without a docstring fails the build.
+# The site lands in site/; `make docs-serve` serves it on localhost:8000.
+docs: $(STAMP)
+	$(VENV)/bin/mkdocs build --strict
+
+docs-serve: $(STAMP)
+	$(VENV)/bin/mkdocs serve
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
@@ -81,4 +90,4 @@ bench-translator: $(STAMP)
 		--output-dir runs/multi30k-$(MODEL)
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .ruff_cache .hypothesis
