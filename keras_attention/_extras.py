@@ -7,13 +7,16 @@
 at once with one line that names the extra, never deep inside a call:
 
 >>> require("keras_attention.example", "translate", "os")  # present: no-op
->>> require("keras_attention.example", "translate", "no_such_module_xyz")
-Traceback (most recent call last):
-...
-keras_attention._extras.MissingExtraError: keras_attention.example needs no_such_module_xyz, which is not installed: pip install "keras-attention[translate]"
+>>> try:
+...     require("keras_attention.example", "translate", "no_such_module_xyz")
+... except MissingExtraError as error:
+...     print(error)
+keras_attention.example needs no_such_module_xyz, which is not installed: \
+pip install "keras-attention[translate]"
 """
 
 import importlib.util
+import sys
 
 # What each extra is for, as `pip install "keras-attention[EXTRA]"` names it.
 EXTRAS = {
@@ -36,11 +39,18 @@ def require(module, extra, *imports):
     imported here."""
     if extra not in EXTRAS:
         raise ValueError(f"extra must be one of {sorted(EXTRAS)}, got {extra!r}")
-    missing = [name for name in imports
-               if importlib.util.find_spec(name.split(".")[0]) is None]
+    missing = [name for name in imports if _missing(name.split(".")[0])]
     if missing:
         raise MissingExtraError(
             f"{module} needs {', '.join(missing)}, which "
             f"{'is' if len(missing) == 1 else 'are'} not installed: "
             f'pip install "keras-attention[{extra}]"',
             name=missing[0])
+
+
+def _missing(name):
+    """Whether the top-level module `name` cannot be imported (`None` in
+    `sys.modules` is how Python marks a module as blocked)."""
+    if name in sys.modules:
+        return sys.modules[name] is None
+    return importlib.util.find_spec(name) is None

@@ -38,6 +38,10 @@ Letters: B batch, S source length, T output length, K beams.
 
 import numbers
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import tensorflow as tf
 
 from keras_attention import _validation

@@ -14,6 +14,10 @@ import json
 import pathlib
 import time
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import keras
 import tensorflow as tf
 

@@ -13,6 +13,8 @@ import contextlib
 import os
 import sys
 
+from keras_attention._extras import MissingExtraError
+
 PROG = "keras-attention"
 # Errors about a path: the user's mistake when the path is the user's.
 PATH_ERRORS = (FileNotFoundError, NotADirectoryError, IsADirectoryError,
@@ -106,7 +108,8 @@ def errors_about(paths, also=()):
 
 def run_command(command, args):
     """`command(args)`'s exit status: its own, or 2 after a `UserError`
-    printed as one line on stderr, 130 after Ctrl-C, 1 when the reader of
+    printed as one line on stderr (so is a missing extra: `pip install
+    "keras-attention[translate]"`), 130 after Ctrl-C, 1 when the reader of
     stdout left (`... | head`).
 
     Example:
@@ -121,7 +124,8 @@ def run_command(command, args):
     """
     try:
         return command(args)
-    except UserError as error:
+    except (UserError, MissingExtraError) as error:
+        # A missing extra names the `pip install` that adds it.
         message = " ".join(str(error).splitlines())
         print(f"{PROG}: error: {message}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ the other commands' options are written out here.
 import argparse
 import dataclasses
 
+from keras_attention import __version__
 from keras_attention.cli.errors import PROG
 from keras_attention.text.corpora import ENVIRONMENT_VARIABLE as MULTI30K_VARIABLE
 from keras_attention.text.corpora import MULTI30K_ALIASES
@@ -336,6 +337,8 @@ def build_parser():
         description="Train, evaluate, use, export and serve translators "
                     "built from keras_attention layers.",
     )
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {__version__}")
     parser.add_argument("--verbose", dest="tensorflow_logs",
                         action="store_true",
                         help="show TensorFlow's own log lines, hidden by "

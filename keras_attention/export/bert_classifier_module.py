@@ -19,6 +19,10 @@ Letters: B batch, L packed length, C classes.
 """
 
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow", "tensorflow_serving")
+
 import numpy as np
 import tensorflow as tf
 from tensorflow_serving.apis import classification_pb2

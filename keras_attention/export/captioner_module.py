@@ -9,6 +9,10 @@ Letters: B batch, H, W image height and width, T caption length, L
 locations.
 """
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import tensorflow as tf
 
 from keras_attention import _validation

@@ -3,6 +3,10 @@
 import pathlib
 import re
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import numpy as np
 import tensorflow as tf
 

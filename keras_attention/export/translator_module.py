@@ -11,6 +11,10 @@ exported the same way.
 Letters: B batch, S source length, T output length.
 """
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import tensorflow as tf
 
 from keras_attention import _validation

@@ -7,6 +7,10 @@ the export knows nothing of our server, only of the file's format.
 
 import pathlib
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow", "tensorflow_serving")
+
 import tensorflow as tf
 from tensorflow_serving.apis import predict_pb2
 from tensorflow_serving.apis import prediction_log_pb2

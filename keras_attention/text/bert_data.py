@@ -14,6 +14,10 @@ with an encoder of `vocabulary_size + 1` tokens.
 Letters: B batch, L packed length, P masked positions per sequence.
 """
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow", "tensorflow_text")
+
 import numpy as np
 import tensorflow as tf
 import tensorflow_text

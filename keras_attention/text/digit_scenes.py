@@ -26,6 +26,10 @@ Letters: N scenes, H, W canvas height and width, T caption length.
 
 from typing import NamedTuple
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "sklearn")
+
 import numpy as np
 
 from keras_attention import _validation

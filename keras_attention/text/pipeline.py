@@ -7,6 +7,10 @@ and the label is the target followed by EOS.
 
 import dataclasses
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import numpy as np
 import tensorflow as tf
 

@@ -9,6 +9,10 @@ tokenizes the same way in training (tf.data) and in serving.
 import io
 import pathlib
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "sentencepiece", "tensorflow", "tensorflow_text")
+
 import sentencepiece
 import tensorflow as tf
 import tensorflow_text

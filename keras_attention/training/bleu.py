@@ -1,5 +1,9 @@
 """Corpus BLEU with sacrebleu, and a callback that reports it each epoch."""
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "sacrebleu")
+
 import keras
 import sacrebleu
 

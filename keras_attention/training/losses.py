@@ -3,6 +3,10 @@
 Letters: B batch, T target length, V vocabulary size.
 """
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import keras
 import tensorflow as tf
 from keras import ops

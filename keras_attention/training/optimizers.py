@@ -9,6 +9,10 @@ replicas' gradients first, clips the sum, and hands each replica its
 clipped global gradient.
 """
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import keras
 import tensorflow as tf
 

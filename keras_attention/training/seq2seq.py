@@ -12,6 +12,10 @@ result.
 import dataclasses
 import pathlib
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import keras
 import numpy as np
 import tensorflow as tf

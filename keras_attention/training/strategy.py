@@ -3,6 +3,10 @@
 import json
 import os
 
+from keras_attention._extras import require
+
+require(__name__, "translate", "tensorflow")
+
 import tensorflow as tf
 
 from keras_attention import _validation
