@@ -1,3 +1,4 @@
-"""The package version, read by `setup.py` and exported as `__version__`."""
+"""The package version, in one place: pyproject.toml reads it (`dynamic`),
+`keras-attention --version` prints it, CHANGELOG.md says what it added."""
 
 __version__ = "0.1.0"

@@ -14,6 +14,7 @@ import re
 import sys
 
 import pytest
+import tomllib
 import yaml
 
 from keras_attention.cli import build_parser
@@ -146,13 +147,18 @@ def test_dockerfile_installs_this_package_on_the_tested_python():
     instructions = _dockerfile()
     (base,) = instructions["FROM"]
     assert base == f"python:{sys.version_info[0]}.{sys.version_info[1]}-slim"
-    # What it copies exists (setup.py reads README.md and the version).
+    # What it copies exists (pyproject.toml reads README.md and the
+    # version).
     for line in instructions["COPY"]:
         *sources, _ = line.split()
         for source in sources:
             assert (ROOT / source).exists(), source
-    assert any("pip install --no-cache-dir ." in line
+    # With the extras that training and beam search need.
+    assert any('pip install --no-cache-dir ".[translate,official]"' in line
                for line in instructions["RUN"])
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    extras = project["project"]["optional-dependencies"]
+    assert {"translate", "official"} <= set(extras)
 
 
 def test_commands_are_the_console_script_and_parse(capsys):
