@@ -46,8 +46,8 @@ class MultiHeadAttention(keras.layers.Layer):
         output_dim: int, size of the output; defaults to the query's size.
         head_merge: `"concat"` or `"mean"`.
         diversity_penalty: float >= 0, the λ above; 0 disables it.
-        kernel_initializer, bias_initializer, kernel_regularizer,
-        bias_regularizer: for the four projections.
+        kernel_initializer, bias_initializer: for the four projections.
+        kernel_regularizer, bias_regularizer: for the four projections.
 
     Call arguments:
         query: `(batch, query_len, query_dim)`.

@@ -33,18 +33,18 @@ class TransformerDecoder(TransformerBlock):
     writes them at `t` and attends the cache, so a step costs one position's
     projections and one row of attention instead of re-running the prefix.
 
-    Args:
-        As `TransformerEncoder`: `intermediate_dim`, `num_heads`, `key_dim`,
-        `dropout`, `activation`, `layer_norm_epsilon`, `normalize_first`,
-        `kernel_initializer`, `bias_initializer` and `self_attention` (the
-        causal self-attention: `None` for a `MultiHeadSelfAttention`, or a
-        layer such as `RelativeAttention`, or its config dict). The
-        cross-attention is always a `MultiHeadAttention` from `num_heads`,
-        `key_dim`, `dropout` and the initializers. Incremental decoding
-        needs a self-attention that takes `cache` and `cache_update_index`
-        and has `num_heads` and `key_dim` (and `value_dim`) attributes, as
-        `MultiHeadSelfAttention` and `RelativeAttention` do;
-        `LocalSelfAttention` decodes full passes only.
+    The arguments are those of `TransformerEncoder`: `intermediate_dim`,
+    `num_heads`, `key_dim`,
+    `dropout`, `activation`, `layer_norm_epsilon`, `normalize_first`,
+    `kernel_initializer`, `bias_initializer` and `self_attention` (the
+    causal self-attention: `None` for a `MultiHeadSelfAttention`, or a
+    layer such as `RelativeAttention`, or its config dict). The
+    cross-attention is always a `MultiHeadAttention` from `num_heads`,
+    `key_dim`, `dropout` and the initializers. Incremental decoding
+    needs a self-attention that takes `cache` and `cache_update_index`
+    and has `num_heads` and `key_dim` (and `value_dim`) attributes, as
+    `MultiHeadSelfAttention` and `RelativeAttention` do;
+    `LocalSelfAttention` decodes full passes only.
 
     Call arguments:
         decoder_sequence: `(batch, target_len, dim)`.

@@ -27,6 +27,7 @@ from keras_attention.models.transformer_translator import PRESETS
 from keras_attention.models.transformer_translator import TransformerTranslator
 
 TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
+"""The translator classes by the name the command line's `--model` uses."""
 
 __all__ = [
     "BertClassifier",

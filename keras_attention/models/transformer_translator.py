@@ -24,6 +24,9 @@ PRESETS = {
     "base": dict(num_layers=6, hidden_dim=512, num_heads=8,
                  intermediate_dim=2048, dropout=0.1),
 }
+"""`TransformerTranslator`'s presets (`--preset`): name -> constructor
+arguments. `tiny` (N=2, d=128, h=4, d_ff=256), `small` (N=3, d=256, h=4,
+d_ff=1024) and `base` (the paper's: N=6, d=512, h=8, d_ff=2048)."""
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -185,8 +185,9 @@ def resolve_attention_mask(
             checked against the masks).
         key_length: S, an int (checked against the masks when known) or a
             scalar tensor.
-        padding_mask, key_padding_mask, attention_mask, use_causal_mask,
-        query_offset: as in `build_attention_mask`.
+        padding_mask, key_padding_mask, attention_mask: as in
+            `build_attention_mask`.
+        use_causal_mask, query_offset: as in `build_attention_mask`.
 
     Returns:
         `build_attention_mask`'s boolean `(B|1, T|1, S)` mask, or `None`.

@@ -164,7 +164,8 @@ def plot_heads(weights, target_tokens=None, source_tokens=None, *,
         average: add a last panel, `"average"`, the mean over heads
             (when there are two heads or more).
         columns: panels per row; default `ceil(sqrt(panels))`.
-        Others as in `plot_attention`; all panels share one colour scale.
+        title, path, values, cmap, clean, max_tokens, dpi: as in
+            `plot_attention`; all panels share one colour scale.
 
     Returns:
         The `Figure`; `figure.axes[:panels]` are the panels in order (the
@@ -269,7 +270,8 @@ def plot_pooling(weights, tokens=None, *, hop_names=None, title=None,
         weights: `(num_hops, T)` (or `(T,)` for one hop).
         tokens: `T` labels.
         hop_names: row labels; default `"hop 1"`, `"hop 2"`, ...
-        Others as in `plot_attention`.
+        title, path, values, cmap, clean, max_tokens, dpi: as in
+            `plot_attention`.
     """
     hops = _arrays.weights_array("weights", weights, (1, 2),
                                  "(num_hops, T) or (T,)")
