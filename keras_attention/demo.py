@@ -4,10 +4,11 @@
    download; a few minutes on 2 CPU cores), with progress bars and the
    validation BLEU after each epoch.
 2. Report sacreBLEU on the held-out test split, greedy and beam 4.
-3. Translate a few sentences and draw one cross-attention map: as text,
-   as `attention.png` (the last decoder layer's heads and their average)
-   and as `attention.html` (every layer and head, interactive), both in
-   the run's folder.
+3. Translate three sentences of the test split, each shown beside its
+   reference (what the BLEU compares them with), and draw one
+   cross-attention map: as text, as `attention.png` (the last decoder
+   layer's heads and their average) and as `attention.html` (every layer
+   and head, interactive), both in the run's folder.
 4. Export the SavedModel to `BASE/translator/VERSION/` and check, in a
    fresh Python process that imports only `tensorflow` and
    `tensorflow_text`, that it returns the same translations.
@@ -32,11 +33,39 @@ from keras_attention.text import load_corpus
 from keras_attention.translator import TrainingConfig
 from keras_attention.translator import train
 
-EXAMPLES = [
-    "The old man sees a small dog.",
-    "Yesterday the children have eaten the red apples.",
-    "A woman reads the book, because the teacher has found a letter.",
-]
+
+def pick_examples(pairs, count=3):
+    """`count` (source, reference) pairs of a split, of different lengths:
+    with the pairs ordered by the source's length in words (ties in split
+    order), the ones at the middles of `count` equal parts, so short,
+    middling and long. Deterministic: the same split gives the same pairs.
+
+    >>> pairs = [("a b c", "1"), ("a", "2"), ("a b", "3"), ("a b c d", "4"),
+    ...          ("a b c d e", "5"), ("a b c d e f", "6")]
+    >>> pick_examples(pairs)
+    [('a b', '3'), ('a b c d', '4'), ('a b c d e f', '6')]
+    """
+    if count < 1 or count > len(pairs):
+        raise ValueError(f"count must be in [1, {len(pairs)}], received: "
+                         f"count={count}")
+    by_length = sorted(range(len(pairs)),
+                       key=lambda index: (len(pairs[index][0].split()), index))
+    return [pairs[by_length[(2 * part + 1) * len(pairs) // (2 * count)]]
+            for part in range(count)]
+
+
+def show_examples(translate, pairs):
+    """Print three pairs of a test split (`pick_examples`): the source,
+    its reference and `translate`'s output for it. Returns the sources
+    and their translations."""
+    examples = pick_examples(pairs)
+    sources = [source for source, _ in examples]
+    translations = translate(sources)
+    print("\nThree sentences of the test split (source, reference, ours):")
+    for (source, reference), target in zip(examples, translations):
+        print(f"  {source}\n    reference: {reference}\n    ours:      "
+              f"{target}")
+    return sources, translations
 
 RELOAD = """
 import json, sys
@@ -171,19 +200,16 @@ def main(argv=None):
               f"({result['sentences_per_second']:.0f} sentences/s; "
               f"{result['signature']})")
 
-    print("\nTranslations:")
-    translations = translator.translate(EXAMPLES)
-    for source, target in zip(EXAMPLES, translations):
-        print(f"  {source}\n    -> {target}")
+    sources, translations = show_examples(translator.translate, test)
     print("\nCross-attention (last decoder block, heads averaged):")
-    print(attention_map(translator.module, EXAMPLES[1]))
-    for path in draw_attention(translator, EXAMPLES[1], args.output_dir):
+    print(attention_map(translator.module, sources[1]))
+    for path in draw_attention(translator, sources[1], args.output_dir):
         print(f"  drawn: {os.path.abspath(path)}")
 
     path = translator.export(args.export_dir)
     print(f"\nExported the SavedModel to {path}")
     reloaded = subprocess.run(
-        [sys.executable, "-c", RELOAD, str(path), json.dumps(EXAMPLES)],
+        [sys.executable, "-c", RELOAD, str(path), json.dumps(sources)],
         capture_output=True, text=True, check=True,
     )
     served = json.loads(reloaded.stdout.strip().splitlines()[-1])
@@ -191,7 +217,7 @@ def main(argv=None):
     print("A fresh process with only tensorflow + tensorflow_text loaded it "
           f"and gave {'the same' if same else 'DIFFERENT'} translations.")
     if not args.no_serve:
-        over_rest = serve_and_ask(path.parent.resolve(), EXAMPLES, args.port)
+        over_rest = serve_and_ask(path.parent.resolve(), sources, args.port)
         rest_same = over_rest == translations
         print("The REST answers are "
               f"{'the same' if rest_same else 'DIFFERENT'} as in memory.")

@@ -14,6 +14,10 @@ protobuf's text format so that the same files work for both servers.
 import dataclasses
 import pathlib
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "tensorflow_serving")
+
 from google.protobuf import descriptor_pb2
 from google.protobuf import descriptor_pool
 from google.protobuf import message_factory

@@ -1,6 +1,7 @@
 """The transport-neutral core of the model server: the served models and
-their versions, signature lookup, the checks TF Serving makes on a
-request's values, batching, and model calls with a deadline.
+their versions, signature lookup, batching, and model calls with a
+deadline (the checks TF Serving makes on a request's values are in
+`signatures.py`).
 
 REST (`rest.py`) and gRPC (`grpc_api.py`) each own only their codec and
 their routes: they turn a request into a model name, a version or label,
@@ -18,14 +19,12 @@ import weakref
 
 from keras_attention.serving.batching import Batcher
 from keras_attention.serving.errors import ServingError
-from keras_attention.serving.errors import invalid
 from keras_attention.serving.metrics import Metrics
 from keras_attention.serving.signatures import check_classify
 from keras_attention.serving.signatures import check_regress
+from keras_attention.serving.signatures import signature_key
 from keras_attention.serving.versions import LOG
 from keras_attention.serving.versions import ModelVersions
-
-DEFAULT_SIGNATURE = "serving_default"
 
 
 @dataclasses.dataclass
@@ -77,81 +76,6 @@ def _servable_loader(enable_model_warmup):
         return servable
 
     return load
-
-
-def signature_key(name):
-    """TF Serving reads an empty signature name as the default signature
-    (predict_util.cc, classifier.cc, regressor.cc, multi_inference.cc)."""
-    return name or DEFAULT_SIGNATURE
-
-
-def read_inputs(signature, tensors, decode):
-    """The NumPy inputs of a request whose named tensors are `tensors`,
-    checked as TF Serving checks them (`VerifyRequestInputsSize`,
-    `saved_model::GetInputValues`), with its messages.
-    `decode(tensor, alias)` turns one into an array or raises a
-    `ServingError`.
-
-    Shapes are the model's business: a signature may declare a tighter
-    shape than its graph accepts (TF1 SavedModels often do), and TF
-    Serving hands the tensors to the model without comparing them.
-    """
-    expected = signature.inputs
-    if len(tensors) != len(expected):
-        sent, wanted = set(tensors), set(expected)
-        raise invalid(
-            f"input size does not match signature: {len(tensors)}!="
-            f"{len(expected)} len({{{_join(sent)}}}) != "
-            f"len({{{_join(wanted)}}}). Sent extra: {{{_join(sent - wanted)}}}."
-            f" Missing but required: {{{_join(wanted - sent)}}}.")
-    arrays = {}
-    for alias in sorted(expected):
-        if alias not in tensors:
-            feed = signature.feed_names.get(alias, alias)
-            raise invalid(f"Signature input alias: {alias}(feed name: {feed})"
-                          " not found in request and no default value "
-                          "provided. Inputs expected to be in the request "
-                          f"{{{_join(tensors)}}}, or default input alias "
-                          "set: ")
-        arrays[alias] = decode(tensors[alias], alias)
-    return arrays
-
-
-def check_dtypes(signature, arrays):
-    """Each input's dtype is the signature's, as the session checks it
-    when the model runs (after the output filter is read)."""
-    from keras_attention.serving.json_tensors import type_name
-
-    for index, alias in enumerate(sorted(arrays)):
-        got, wanted = _dtype(arrays[alias]), signature.inputs[alias].dtype
-        if got != wanted:
-            raise invalid(f"Expects arg[{index}] to be {type_name(wanted)} "
-                          f"but {type_name(got)} is provided")
-
-
-def _join(names):
-    return ",".join(sorted(names))
-
-
-def _dtype(array):
-    import tensorflow as tf
-
-    return tf.string if array.dtype == object else tf.as_dtype(array.dtype)
-
-
-def output_names(signature, output_filter):
-    """The outputs a predict request asks for: `output_filter`'s aliases
-    (each once, each in the signature), or all of them."""
-    seen = []
-    for alias in output_filter:
-        if alias not in signature.outputs:
-            raise invalid(f"output tensor alias not found in signature: "
-                          f"{alias} Outputs expected to be in the set "
-                          f"{{{_join(signature.outputs)}}}.")
-        if alias in seen:
-            raise invalid(f"duplicate output tensor alias: {alias}")
-        seen.append(alias)
-    return seen or sorted(signature.outputs)
 
 
 class ModelServer:

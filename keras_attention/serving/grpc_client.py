@@ -10,6 +10,10 @@ gRPC answer is the REST answer to the same request.
 
 import json
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "tensorflow", "tensorflow_serving", "grpc")
+
 import grpc
 import tensorflow as tf
 from google.protobuf import json_format
@@ -25,14 +29,15 @@ from tensorflow_serving.apis import regression_pb2
 from keras_attention.serving import json_tensors
 from keras_attention.serving import json_writer
 from keras_attention.serving import protos
-from keras_attention.serving.client import Client
-from keras_attention.serving.client import ServingClientError
-from keras_attention.serving.core import signature_key
 from keras_attention.serving.errors import ServingError
+from keras_attention.serving.rest_client import RestClient
+from keras_attention.serving.rest_client import ServingClientError
+from keras_attention.serving.signatures import signature_key
 
 
-class GrpcClient(Client):
-    """`Client("grpc://host:port", model)`: TF Serving's gRPC API.
+class GrpcClient(RestClient):
+    """`Client("grpc://host:port", model)`: TF Serving's gRPC API. The
+    REST client's argument checks and `translate`, its transport replaced.
 
     Example:
 

@@ -10,6 +10,10 @@ import binascii
 import json
 import math
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "tensorflow")
+
 import numpy as np
 import tensorflow as tf
 

@@ -10,15 +10,19 @@ gRPC API's codec, also used to replay warm-up requests.
 - Results, `ModelSpec`s and version statuses as TF Serving fills them.
 """
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "tensorflow", "tensorflow_serving")
+
 import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import tensor_pb2
 from tensorflow.core.protobuf import error_codes_pb2
 from tensorflow_serving.apis import get_model_status_pb2
 
-from keras_attention.serving.core import signature_key
 from keras_attention.serving.errors import ServingError
 from keras_attention.serving.errors import invalid
+from keras_attention.serving.signatures import signature_key
 
 # The TensorProto field TF Serving writes each dtype's values to.
 _FIELDS = {

@@ -13,10 +13,13 @@ import re
 import time
 import urllib.parse
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "aiohttp")
+
 from aiohttp import web
 from aiohttp.web_protocol import RequestPayloadError
 
-from keras_attention.serving.core import signature_key
 from keras_attention.serving.errors import ServingError
 from keras_attention.serving.errors import invalid
 from keras_attention.serving.json_tensors import _show
@@ -26,6 +29,7 @@ from keras_attention.serving.json_tensors import serialized_examples
 from keras_attention.serving.json_writer import classify_response
 from keras_attention.serving.json_writer import predict_response
 from keras_attention.serving.json_writer import regress_response
+from keras_attention.serving.signatures import signature_key
 from keras_attention.serving.versions import LOG
 
 _NAME = r"([^/:]+)"

@@ -8,6 +8,10 @@ import dataclasses
 import pathlib
 import re
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "tensorflow", "tensorflow_text")
+
 import tensorflow as tf
 import tensorflow_text  # noqa: F401  (registers the tokenizer ops)
 from google.protobuf import json_format

@@ -9,6 +9,10 @@ both APIs while requests already accepted finish.
 
 import asyncio
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "aiohttp")
+
 from aiohttp import web
 
 from keras_attention.serving.core import ModelServer

@@ -1,14 +1,98 @@
-"""What `:classify` and `:regress` need of a signature and of its
-outputs, checked as TF Serving does when its method-name check is off
-(the default): one string input named `inputs`; `classes` and/or
-`scores` outputs for classify, one `outputs` output for regress; then
-the outputs' shapes (`classifier.cc`, `regressor.cc`). Both transports
-write what these functions return."""
+"""What a request needs of a signature, checked as TF Serving checks it,
+for both transports and the warm-up replay:
+
+- the signature a name picks (empty: `serving_default`), a predict
+  request's inputs, their dtypes and its output filter (`predict_util.cc`);
+- what `:classify` and `:regress` need of a signature and of its outputs,
+  checked as TF Serving does when its method-name check is off (the
+  default): one string input named `inputs`; `classes` and/or `scores`
+  outputs for classify, one `outputs` output for regress; then the
+  outputs' shapes (`classifier.cc`, `regressor.cc`). Both transports
+  write what these functions return.
+"""
+
+from keras_attention._extras import require
+
+require(__name__, "serving", "tensorflow")
 
 import numpy as np
 import tensorflow as tf
 
 from keras_attention.serving.errors import invalid
+from keras_attention.serving.json_tensors import type_name
+
+DEFAULT_SIGNATURE = "serving_default"
+
+
+def signature_key(name):
+    """TF Serving reads an empty signature name as the default signature
+    (predict_util.cc, classifier.cc, regressor.cc, multi_inference.cc)."""
+    return name or DEFAULT_SIGNATURE
+
+
+def read_inputs(signature, tensors, decode):
+    """The NumPy inputs of a request whose named tensors are `tensors`,
+    checked as TF Serving checks them (`VerifyRequestInputsSize`,
+    `saved_model::GetInputValues`), with its messages.
+    `decode(tensor, alias)` turns one into an array or raises a
+    `ServingError`.
+
+    Shapes are the model's business: a signature may declare a tighter
+    shape than its graph accepts (TF1 SavedModels often do), and TF
+    Serving hands the tensors to the model without comparing them.
+    """
+    expected = signature.inputs
+    if len(tensors) != len(expected):
+        sent, wanted = set(tensors), set(expected)
+        raise invalid(
+            f"input size does not match signature: {len(tensors)}!="
+            f"{len(expected)} len({{{_join(sent)}}}) != "
+            f"len({{{_join(wanted)}}}). Sent extra: {{{_join(sent - wanted)}}}."
+            f" Missing but required: {{{_join(wanted - sent)}}}.")
+    arrays = {}
+    for alias in sorted(expected):
+        if alias not in tensors:
+            feed = signature.feed_names.get(alias, alias)
+            raise invalid(f"Signature input alias: {alias}(feed name: {feed})"
+                          " not found in request and no default value "
+                          "provided. Inputs expected to be in the request "
+                          f"{{{_join(tensors)}}}, or default input alias "
+                          "set: ")
+        arrays[alias] = decode(tensors[alias], alias)
+    return arrays
+
+
+def check_dtypes(signature, arrays):
+    """Each input's dtype is the signature's, as the session checks it
+    when the model runs (after the output filter is read)."""
+    for index, alias in enumerate(sorted(arrays)):
+        got, wanted = _dtype(arrays[alias]), signature.inputs[alias].dtype
+        if got != wanted:
+            raise invalid(f"Expects arg[{index}] to be {type_name(wanted)} "
+                          f"but {type_name(got)} is provided")
+
+
+def _join(names):
+    return ",".join(sorted(names))
+
+
+def _dtype(array):
+    return tf.string if array.dtype == object else tf.as_dtype(array.dtype)
+
+
+def output_names(signature, output_filter):
+    """The outputs a predict request asks for: `output_filter`'s aliases
+    (each once, each in the signature), or all of them."""
+    seen = []
+    for alias in output_filter:
+        if alias not in signature.outputs:
+            raise invalid(f"output tensor alias not found in signature: "
+                          f"{alias} Outputs expected to be in the set "
+                          f"{{{_join(signature.outputs)}}}.")
+        if alias in seen:
+            raise invalid(f"duplicate output tensor alias: {alias}")
+        seen.append(alias)
+    return seen or sorted(signature.outputs)
 
 
 def _check_input(signature, kind):

@@ -36,15 +36,19 @@ import logging
 import re
 import time
 
+from keras_attention._extras import require
+
+require(__name__, "serving", "tensorflow", "tensorflow_serving")
+
 import tensorflow as tf
 from tensorflow_serving.apis import prediction_log_pb2
 
 from keras_attention.export.warmup_requests import MAX_RECORDS
 from keras_attention.export.warmup_requests import warmup_path
 from keras_attention.serving.errors import ServingError
-from keras_attention.serving.grpc_api import examples_call
-from keras_attention.serving.grpc_api import multi_inference_calls
-from keras_attention.serving.grpc_api import predict_call
+from keras_attention.serving.proto_requests import examples_call
+from keras_attention.serving.proto_requests import multi_inference_calls
+from keras_attention.serving.proto_requests import predict_call
 
 LOG = logging.getLogger("keras_attention.serving")
 
