@@ -30,6 +30,7 @@ from mkdocs.structure.files import File
 LOG = logging.getLogger("mkdocs.hooks.api")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCHMARK_MARKER = "<!-- benchmark-results -->"
+CLI_MARKER = "<!-- cli-help -->"
 
 # (page, title, [(module, names or None for its public names, heading)]).
 # Layers get a page each, under api/layers/.
@@ -139,8 +140,11 @@ OPTIONS = """
       toc_label: {name}"""
 
 
-def _block(path, name, level):
-    return f"::: {path}{OPTIONS.format(level=level, name=name)}\n"
+def _block(path, name, level, inherited=False):
+    options = OPTIONS.format(level=level, name=name)
+    if inherited:  # the serving client's methods live in its base class
+        options += "\n      inherited_members: true"
+    return f"::: {path}{options}\n"
 
 
 def layer_pages():
@@ -175,7 +179,8 @@ def package_pages():
             if module_name == title:
                 lines += [inspect.getdoc(module) or "", ""]
             for name in names or public_names(module):
-                lines.append(_block(object_path(module, name), name, level))
+                lines.append(_block(object_path(module, name), name, level,
+                                    inherited=title == "keras_attention.serving"))
         pages[page] = "\n".join(lines)
     return pages
 
@@ -248,10 +253,48 @@ def benchmark_markdown():
         if path.stem.endswith("_quick"):
             continue
         lines += summary.render(json.loads(path.read_text()))
-    return "\n".join(lines)
+    # One level down: the page's own sections are `##`.
+    return "\n".join("#" + line if line.startswith("## ") else line
+                     for line in lines)
+
+
+def _help(parser, arguments):
+    """What `parser.parse_args(arguments)` prints for `--help`."""
+    import contextlib
+    import io
+
+    output = io.StringIO()
+    with contextlib.redirect_stdout(output), contextlib.suppress(SystemExit):
+        parser.parse_args(arguments)
+    return output.getvalue()
+
+
+def cli_markdown():
+    """Every `keras-attention` command's `--help`, from its parser."""
+    import os
+
+    from keras_attention.cli import build_parser
+    from keras_attention.cli.commands import COMMANDS
+
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "88"  # argparse wraps to the terminal's width
+    try:
+        parser = build_parser()
+        sections = [("keras-attention", _help(parser, ["--help"]))]
+        sections += [(f"keras-attention {name}", _help(parser, [name, "--help"]))
+                     for name in COMMANDS]
+    finally:
+        if columns is None:
+            del os.environ["COLUMNS"]
+        else:
+            os.environ["COLUMNS"] = columns
+    return "\n".join(f"### `{title}`\n\n```\n{text.rstrip()}\n```\n"
+                     for title, text in sections)
 
 
 def on_page_markdown(markdown, page, config, files):
     if BENCHMARK_MARKER in markdown:
         markdown = markdown.replace(BENCHMARK_MARKER, benchmark_markdown())
+    if CLI_MARKER in markdown:
+        markdown = markdown.replace(CLI_MARKER, cli_markdown())
     return markdown
