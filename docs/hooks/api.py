@@ -47,6 +47,8 @@ PAGES = [
      [("keras_attention.training", None, None)]),
     ("api/export.md", "keras_attention.export",
      [("keras_attention.export", None, None)]),
+    ("api/translator.md", "keras_attention.translator",
+     [("keras_attention.translator", None, None)]),
     ("api/serving.md", "keras_attention.serving", [
         ("keras_attention.serving", None, "The client"),
         ("keras_attention.serving.server", None, "The server"),

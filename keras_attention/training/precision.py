@@ -26,6 +26,8 @@ import pathlib
 from keras_attention import _validation
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+"""The Keras dtype policies a run can train in (`--precision`, besides
+`"auto"`, which picks one of them for the hardware)."""
 PRECISION_SETTINGS = ("auto",) + PRECISIONS
 ENVIRONMENT_VARIABLE = "KERAS_ATTENTION_PRECISION"
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")

@@ -39,7 +39,8 @@ def test_doctest_examples_are_fenced_as_code():
 PACKAGES = ["keras_attention.layers", "keras_attention.ops",
             "keras_attention.models", "keras_attention.visualize",
             "keras_attention.decoding", "keras_attention.training",
-            "keras_attention.export", "keras_attention.serving"]
+            "keras_attention.export", "keras_attention.serving",
+            "keras_attention.translator"]
 
 
 def test_the_strict_build_succeeds(built_site):
