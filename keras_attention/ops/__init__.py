@@ -5,6 +5,7 @@ from keras_attention.ops.attention import head_diversity_penalty
 from keras_attention.ops.attention import masked_softmax
 from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
+from keras_attention.ops.blockwise import blockwise_attention
 from keras_attention.ops.cache import update_cache
 from keras_attention.ops.image_order import generation_order_2d
 from keras_attention.ops.image_order import local_memory_2d
@@ -37,6 +38,7 @@ from keras_attention.ops.relative import relative_values_skew
 
 __all__ = [
     "blocked_validity",
+    "blockwise_attention",
     "blocks_needed",
     "build_attention_mask",
     "causal_mask",

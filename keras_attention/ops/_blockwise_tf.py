@@ -1,0 +1,289 @@
+"""Exact attention in memory linear in the length, for the TensorFlow backend.
+
+The one backend kernel of `keras_attention.ops` (imported only when Keras
+runs on TensorFlow, by `blockwise_attention`). Written in ordinary
+TensorFlow ops, with no custom op, so a SavedModel that contains it loads
+in a stock TensorFlow or TF Serving.
+
+The queries are taken in blocks of `block_size` rows. A block's scores
+against the keys it may see, `(B, N, b, S_i)`, are the largest tensor
+alive: a causal block sees only the keys up to its last position, a
+windowed block only its band, so causal attention does half the work of
+the dense path and windowed attention work linear in the length. The
+softmax of a block is exact (its whole row is present); what is kept is
+the output and each row's log-sum-exp, `(B, N, T)`. The gradient
+recomputes the scores block by block instead of storing them
+(Rabe & Staats 2021; FlashAttention's backward): one pass over query
+blocks gives dQ, one over key blocks gives dK and dV, so the gradient
+needs no (T, S) tensor either.
+
+Letters: B batch, N heads, T query length, S key length, H key size,
+D value size, b a block's rows, K the keys (or queries) a block meets.
+"""
+
+import math
+
+import tensorflow as tf
+
+# Each loop keeps at most this many blocks in flight (memory, not speed:
+# two cores gain nothing from more).
+_PARALLEL_ITERATIONS = 2
+
+
+def _ceil_div(a, b):
+    return -(-a // b)
+
+
+class _Plan:
+    """Which keys each query block meets, and the masks, for padded
+    query length `Tq = nq * bq` and key length `Tk = nk * bk`."""
+
+    def __init__(self, *, query_length, key_length, block_size, causal,
+                 window, query_offset, key_valid, query_valid, mask):
+        self.bq = self.bk = block_size
+        self.nq = _ceil_div(query_length, block_size)
+        self.nk = _ceil_div(key_length, block_size)
+        self.padded_queries = self.nq * self.bq
+        self.padded_keys = self.nk * self.bk
+        self.causal = causal
+        self.window = window
+        self.offset = tf.cast(query_offset, tf.int32)
+        # (B, Tk): 0 for keys that exist, -inf for padding and the block
+        # padding
+        self.key_bias = tf.where(
+            _pad_to(key_valid, 1, self.padded_keys, False), 0.0, -math.inf)
+        # (B, Tq) queries that exist
+        self.query_valid = _pad_to(query_valid, 1, self.padded_queries, False)
+        # (B|1, N|1, Tq, Tk) or None
+        self.mask = None if mask is None else _pad_to(
+            _pad_to(mask, 2, self.padded_queries, False), 3,
+            self.padded_keys, False)
+
+    def key_range(self, first_query, last_query):
+        """Keys `[lo, hi)` that queries `first..last` (positions plus the
+        offset) may see, rounded out to whole key blocks."""
+        lo = tf.constant(0, tf.int32)
+        hi = tf.cast(self.padded_keys, tf.int32)
+        first, last = first_query + self.offset, last_query + self.offset
+        if self.causal:
+            hi = tf.minimum(hi, (last // self.bk + 1) * self.bk)
+        if self.window is not None:
+            lo = tf.maximum(lo, (first - self.window) // self.bk * self.bk)
+            if not self.causal:
+                hi = tf.minimum(hi, ((last + self.window) // self.bk + 1)
+                                * self.bk)
+        hi = tf.maximum(hi, lo)
+        return lo, hi
+
+    def query_range(self, first_key, last_key):
+        """Queries `[lo, hi)` that may see keys `first..last`, rounded out
+        to whole query blocks."""
+        lo = tf.constant(0, tf.int32)
+        hi = tf.cast(self.padded_queries, tf.int32)
+        if self.causal:
+            # Query position p sees key k when p + offset >= k.
+            lo = tf.maximum(lo, (first_key - self.offset) // self.bq * self.bq)
+        if self.window is not None:
+            hi = tf.minimum(hi, ((last_key + self.window - self.offset)
+                                 // self.bq + 1) * self.bq)
+            if not self.causal:
+                lo = tf.maximum(lo, (first_key - self.window - self.offset)
+                                // self.bq * self.bq)
+        lo = tf.clip_by_value(lo, 0, self.padded_queries)
+        hi = tf.clip_by_value(hi, lo, self.padded_queries)
+        return lo, hi
+
+    def bias(self, q_lo, q_hi, k_lo, k_hi):
+        """The float32 logit bias of queries `[q_lo, q_hi)` and keys
+        `[k_lo, k_hi)`, broadcastable to `(B, N, q, k)`: 0 where the query
+        may attend the key, -inf where it may not. Query padding is not
+        in it (its rows are zeroed on the output, a small tensor)."""
+        # (B, k) -> (B, 1, 1, k)
+        bias = self.key_bias[:, None, None, k_lo:k_hi]
+        if self.causal or self.window is not None:
+            queries = tf.range(q_lo, q_hi) + self.offset  # (q,)
+            keys = tf.range(k_lo, k_hi)  # (k,)
+            # (q, 1) - (1, k) -> (q, k)
+            distance = queries[:, None] - keys[None, :]
+            allowed = tf.ones_like(distance, tf.bool)
+            if self.causal:
+                allowed = distance >= 0
+            if self.window is not None:
+                allowed = tf.logical_and(allowed,
+                                         tf.abs(distance) <= self.window)
+            bias = bias + tf.where(allowed, 0.0, -math.inf)
+        if self.mask is not None:
+            bias = bias + tf.where(self.mask[:, :, q_lo:q_hi, k_lo:k_hi],
+                                   0.0, -math.inf)
+        return bias
+
+
+def _pad_to(tensor, axis, length, value):
+    """`tensor` padded with `value` at the end of `axis` to `length`."""
+    missing = length - tf.shape(tensor)[axis]
+    paddings = [[0, 0]] * len(tensor.shape)
+    paddings[axis] = [0, missing]
+    return tf.pad(tensor, paddings, constant_values=value)
+
+
+def _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi):
+    """Float32 logits of queries `[q_lo, q_hi)` against keys `[k_lo,
+    k_hi)`, `(B, N, q, k)`, -inf where a query may not attend a key. `q`
+    is already scaled."""
+    # (B, N, q, H) x (B, N, k, H) -> (B, N, q, k)
+    logits = tf.einsum("bnqh,bnkh->bnqk", q[:, :, q_lo:q_hi],
+                       k[:, :, k_lo:k_hi])
+    return tf.cast(logits, tf.float32) + plan.bias(q_lo, q_hi, k_lo, k_hi)
+
+
+def _forward(plan, q, k, v):
+    """`(out (B, N, Tq, D), lse (B, N, Tq))` for the scaled queries `q`; a
+    row with no key (or a padding query) gets out 0 and lse +inf (so that
+    exp(logit - lse) is 0 in the gradient)."""
+    def body(i, outputs, sums):
+        q_lo = i * plan.bq
+        q_hi = q_lo + plan.bq
+        k_lo, k_hi = plan.key_range(q_lo, q_hi - 1)
+        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi)
+        # (B, N, b, 1): the row's maximum, 0 for a row with no key
+        peak = tf.reduce_max(logits, axis=-1, keepdims=True)
+        peak = tf.where(tf.math.is_finite(peak), peak, 0.0)
+        weights = tf.exp(logits - peak)
+        total = tf.reduce_sum(weights, axis=-1, keepdims=True)
+        # (B, N, b, k) x (B, N, k, D) -> (B, N, b, D)
+        out = tf.einsum("bnqk,bnkd->bnqd", tf.cast(weights, v.dtype),
+                        v[:, :, k_lo:k_hi])
+        # (B, 1, q, 1): the rows of real queries
+        real = plan.query_valid[:, None, q_lo:q_hi, None]
+        attends = tf.logical_and(total > 0, real)
+        out = tf.cast(out, tf.float32) / tf.where(attends, total, math.inf)
+        lse = tf.where(attends, peak + tf.math.log(total), math.inf)
+        return (i + 1, outputs.write(i, tf.cast(out, v.dtype)),
+                sums.write(i, lse[..., 0]))
+
+    outputs = tf.TensorArray(v.dtype, size=plan.nq, infer_shape=False)
+    sums = tf.TensorArray(tf.float32, size=plan.nq, infer_shape=False)
+    _, outputs, sums = tf.while_loop(
+        lambda i, *_: i < plan.nq, body, (tf.constant(0), outputs, sums),
+        parallel_iterations=_PARALLEL_ITERATIONS)
+    return _join(outputs, 4), _join(sums, 3)
+
+
+def _join(array, rank, axis=2):
+    """A TensorArray of blocks of rank `rank`, `(B, N, b, ...)`,
+    concatenated along `axis` (the blocks were written in order)."""
+    stacked = array.stack()  # (n, B, N, b, ...)
+    rank += 1
+    # (n, B, N, b, ...) -> (B, N, n, b, ...) -> (B, N, n * b, ...)
+    order = list(range(1, axis + 1)) + [0] + list(range(axis + 1, rank))
+    stacked = tf.transpose(stacked, order)
+    shape = tf.shape(stacked)
+    return tf.reshape(stacked, tf.concat(
+        [shape[:axis], [shape[axis] * shape[axis + 1]], shape[axis + 2:]], 0))
+
+
+def _backward(plan, q, k, v, out, lse, grad):
+    """dQ, dK, dV of `sum(grad * out)` for the scaled queries `q`,
+    recomputing the scores by block (dQ and dK without the scale)."""
+    grad32 = tf.cast(grad, tf.float32)
+    # (B, N, Tq): rowsum(dO * O), FlashAttention's D
+    dots = tf.reduce_sum(grad32 * tf.cast(out, tf.float32), axis=-1)
+
+    def probabilities(q_lo, q_hi, k_lo, k_hi):
+        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi)
+        # (B, N, q, k); 0 where not allowed (exp(-inf - lse) = 0) and in
+        # the rows without a key (lse = +inf)
+        return tf.exp(logits - lse[:, :, q_lo:q_hi, None])
+
+    def logit_grads(weights, q_lo, q_hi, k_lo, k_hi):
+        # dP = dO V^T: (B, N, q, D) x (B, N, k, D) -> (B, N, q, k)
+        dweights = tf.einsum("bnqd,bnkd->bnqk", grad[:, :, q_lo:q_hi],
+                             v[:, :, k_lo:k_hi])
+        dweights = tf.cast(dweights, tf.float32)
+        # dS = P (dP - D)
+        return weights * (dweights - dots[:, :, q_lo:q_hi, None])
+
+    def query_body(i, dqs):
+        q_lo = i * plan.bq
+        q_hi = q_lo + plan.bq
+        k_lo, k_hi = plan.key_range(q_lo, q_hi - 1)
+        weights = probabilities(q_lo, q_hi, k_lo, k_hi)
+        dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi)
+        # (B, N, q, k) x (B, N, k, H) -> (B, N, q, H)
+        dq = tf.einsum("bnqk,bnkh->bnqh", tf.cast(dlogits, k.dtype),
+                       k[:, :, k_lo:k_hi])
+        return i + 1, dqs.write(i, dq)
+
+    def key_body(j, dks, dvs):
+        k_lo = j * plan.bk
+        k_hi = k_lo + plan.bk
+        q_lo, q_hi = plan.query_range(k_lo, k_hi - 1)
+        weights = probabilities(q_lo, q_hi, k_lo, k_hi)
+        dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi)
+        # (B, N, q, k) x (B, N, q, D) -> (B, N, k, D)
+        dv = tf.einsum("bnqk,bnqd->bnkd", tf.cast(weights, grad.dtype),
+                       grad[:, :, q_lo:q_hi])
+        # (B, N, q, k) x (B, N, q, H) -> (B, N, k, H)
+        dk = tf.einsum("bnqk,bnqh->bnkh", tf.cast(dlogits, q.dtype),
+                       q[:, :, q_lo:q_hi])
+        return j + 1, dks.write(j, dk), dvs.write(j, dv)
+
+    dqs = tf.TensorArray(q.dtype, size=plan.nq, infer_shape=False)
+    _, dqs = tf.while_loop(lambda i, *_: i < plan.nq, query_body,
+                           (tf.constant(0), dqs),
+                           parallel_iterations=_PARALLEL_ITERATIONS)
+    dks = tf.TensorArray(k.dtype, size=plan.nk, infer_shape=False)
+    dvs = tf.TensorArray(v.dtype, size=plan.nk, infer_shape=False)
+    _, dks, dvs = tf.while_loop(lambda j, *_: j < plan.nk, key_body,
+                                (tf.constant(0), dks, dvs),
+                                parallel_iterations=_PARALLEL_ITERATIONS)
+    return _join(dqs, 4), _join(dks, 4), _join(dvs, 4)
+
+
+def blockwise_attention(query, key, value, *, key_valid, query_valid,
+                        mask, causal, window, query_offset, scale,
+                        block_size):
+    """Exact attention over blocks; see `keras_attention.ops.blockwise`.
+
+    Args:
+        query: `(B, T, N, H)`; key `(B, S, N, H)`; value `(B, S, N, D)`.
+        key_valid: `(B, S)` bool; query_valid: `(B, T)` bool.
+        mask: `(B|1, N|1, T, S)` bool or None.
+        causal, window, query_offset, scale, block_size: as checked by
+            the public op.
+
+    Returns:
+        `(B, T, N, D)` in the value's dtype.
+    """
+    query_length = tf.shape(query)[1]
+    plan = _Plan(query_length=query_length, key_length=tf.shape(key)[1],
+                 block_size=block_size, causal=causal, window=window,
+                 query_offset=query_offset, key_valid=key_valid,
+                 query_valid=query_valid, mask=mask)
+
+    @tf.custom_gradient
+    def attend(q, k, v):
+        # (B, T, N, H) -> (B, N, T, H), padded to whole blocks
+        q = _pad_to(tf.transpose(q, (0, 2, 1, 3)), 2, plan.padded_queries, 0)
+        k = _pad_to(tf.transpose(k, (0, 2, 1, 3)), 2, plan.padded_keys, 0)
+        v = _pad_to(tf.transpose(v, (0, 2, 1, 3)), 2, plan.padded_keys, 0)
+        # The scale applied once to the queries, not to every score block.
+        q = q * tf.cast(scale, q.dtype)
+        out, lse = _forward(plan, q, k, v)
+
+        def gradient(grad):
+            # (B, T, N, D) -> (B, N, Tq, D)
+            grad = _pad_to(tf.transpose(grad, (0, 2, 1, 3)), 2,
+                           plan.padded_queries, 0)
+            dq, dk, dv = _backward(plan, q, k, v, out, lse, grad)
+            # d/dq of (scale q) k = scale dS k; dK = dS^T (scale q) already
+            dq = dq * tf.cast(scale, dq.dtype)
+            # (B, N, T, .) -> (B, T, N, .), the block padding removed
+            return (tf.transpose(dq, (0, 2, 1, 3))[:, :query_length],
+                    tf.transpose(dk, (0, 2, 1, 3))[:, :key_length],
+                    tf.transpose(dv, (0, 2, 1, 3))[:, :key_length])
+
+        return tf.transpose(out, (0, 2, 1, 3))[:, :query_length], gradient
+
+    key_length = tf.shape(key)[1]
+    return attend(query, key, value)

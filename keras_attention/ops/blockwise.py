@@ -1,0 +1,219 @@
+"""Exact attention without the (T, S) score matrix: `blockwise_attention`.
+
+On the TensorFlow backend it runs `keras_attention.ops._blockwise_tf`: the
+queries in blocks, each block's softmax exact over the keys it may see, a
+gradient that recomputes the scores block by block; memory linear in the
+length, and causal or windowed attention skip the blocks they never see.
+On JAX and PyTorch it is `keras.ops.dot_product_attention` (their fused
+kernels, flash attention on GPUs) with the same masks.
+
+Letters: B batch, N heads, T query length, S key length, H key size,
+D value size.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from keras_attention import _validation
+from keras_attention.ops.attention import fused_attention
+from keras_attention.ops.attention import masked_softmax
+from keras_attention.ops.attention import scaled_dot_product_scores
+from keras_attention.ops.attention import weighted_sum
+from keras_attention.ops.masking import check_mask_shape
+
+# A block's scores, (B, N, b, S) float32, are kept near this many bytes.
+_BLOCK_BYTES = 64 * 2**20
+_MIN_BLOCK, _MAX_BLOCK = 16, 512
+
+
+def default_block_size(batch, heads, key_length):
+    """Query rows per block: a power of two in [16, 512] whose float32
+    scores `(batch, heads, rows, key_length)` take about 64 MiB; 128 when a
+    size is not known.
+
+    >>> default_block_size(1, 8, 8192), default_block_size(1, 8, 65536)
+    (256, 32)
+    """
+    if None in (batch, heads, key_length):
+        return 128
+    rows = _BLOCK_BYTES // max(1, 4 * batch * heads * key_length)
+    rows = 2 ** int(math.floor(math.log2(max(rows, 1))))
+    return int(min(_MAX_BLOCK, max(_MIN_BLOCK, rows)))
+
+
+def blockwise_attention(query, key, value, *, key_padding_mask=None,
+                        query_padding_mask=None, mask=None, causal=False,
+                        window=None, query_offset=0, scale=None,
+                        block_size=None):
+    """Softmax attention, exact, in memory linear in the length.
+
+    The masks are given as what they are, never expanded to `(T, S)`:
+    padding vectors, causality, a window, and an explicit mask only when
+    the caller has one. Query position `i` is `i + query_offset` (the
+    cache index when decoding); it may attend key `j` when `j` is not
+    padding, `j <= i + query_offset` if `causal`, `|i + query_offset - j|
+    <= window` if a window is given, and `mask` allows it. A query with no
+    key to attend (or itself padding) gets a zero output, never NaN.
+
+    Args:
+        query: `(B, T, N, H)`.
+        key: `(B, S, N, H)`.
+        value: `(B, S, N, D)`.
+        key_padding_mask: `(B, S)` bool, True for real keys, or None.
+        query_padding_mask: `(B, T)` bool, True for real queries, or None.
+        mask: `(B|1, N|1, T, S)` bool, True where a query may attend a
+            key, or None.
+        causal: whether query `i` sees only keys `j <= i + query_offset`.
+        window: an int >= 0, the largest `|i + query_offset - j|`, or None.
+        query_offset: an int >= 0 (or an int tensor).
+        scale: the logits' factor; defaults to `1 / sqrt(H)`.
+        block_size: query (and key) rows per block on TensorFlow; by
+            default about 64 MiB of float32 scores per block
+            (`default_block_size`).
+
+    Returns:
+        `(B, T, N, D)` in the value's dtype. float16 inputs are computed
+        in float32; bfloat16 products stay bfloat16 with the softmax's
+        statistics in float32.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.ops import blockwise_attention
+    >>> rng = np.random.default_rng(0)
+    >>> q, k, v = (rng.normal(size=(1, 5, 2, 4)).astype("float32")
+    ...            for _ in range(3))
+    >>> out = blockwise_attention(q, k, v, causal=True, block_size=2)
+    >>> tuple(out.shape)
+    (1, 5, 2, 4)
+    >>> first = np.asarray(out)[0, 0]   # query 0 sees key 0 only
+    >>> bool(np.allclose(first, v[0, 0], atol=1e-6))
+    True
+    """
+    query, key, value = (ops.convert_to_tensor(x) for x in (query, key, value))
+    for name, tensor in (("query", query), ("key", key), ("value", value)):
+        _validation.rank(name, tensor.shape, (4,), "(batch, length, heads, dim)")
+    batch, query_length, heads, key_dim = query.shape
+    key_length = key.shape[1]
+    _validation.same_length(key.shape, value.shape)
+    _validation.same_dim("key", key.shape, -1, key_dim, "the query's dim")
+    for name, tensor in (("key", key), ("value", value)):
+        if None not in (tensor.shape[2], heads) and tensor.shape[2] != heads:
+            raise ValueError(
+                f"`{name}` must have the query's {heads} heads in axis 2, "
+                f"received: {name}.shape={tuple(tensor.shape)}")
+    if not isinstance(causal, bool):
+        raise ValueError(f"`causal` must be True or False, received: "
+                         f"causal={causal!r}")
+    if window is not None:
+        window = _validation.non_negative_int("window", window)
+    if isinstance(query_offset, int):
+        query_offset = _validation.non_negative_int("query_offset",
+                                                    query_offset)
+    block_size = (default_block_size(batch, heads, key_length)
+                  if block_size is None
+                  else _validation.positive_int("block_size", block_size))
+    if scale is None:
+        scale = 1.0 / math.sqrt(key_dim)
+    key_padding_mask = check_mask_shape(
+        "key_padding_mask", key_padding_mask, (batch, key_length),
+        "(batch, key_len)")
+    query_padding_mask = check_mask_shape(
+        "query_padding_mask", query_padding_mask, (batch, query_length),
+        "(batch, query_len)")
+    if mask is not None:
+        mask = _check_explicit_mask(mask, batch, heads, query_length,
+                                    key_length)
+
+    dtype = ops.dtype(value)
+    if "float16" in (ops.dtype(query), ops.dtype(key), dtype):
+        query, key, value = (ops.cast(x, "float32")
+                             for x in (query, key, value))
+    if keras.backend.backend() == "tensorflow":
+        from keras_attention.ops import _blockwise_tf
+
+        shape = ops.shape(key)
+        key_valid = (ops.ones((shape[0], shape[1]), "bool")
+                     if key_padding_mask is None
+                     else ops.cast(key_padding_mask, "bool"))
+        qshape = ops.shape(query)
+        query_valid = (ops.ones((qshape[0], qshape[1]), "bool")
+                       if query_padding_mask is None
+                       else ops.cast(query_padding_mask, "bool"))
+        output = _blockwise_tf.blockwise_attention(
+            query, key, value, key_valid=key_valid, query_valid=query_valid,
+            mask=None if mask is None else ops.cast(mask, "bool"),
+            causal=causal, window=window, query_offset=query_offset,
+            scale=float(scale), block_size=block_size)
+    else:
+        dense = dense_mask(ops.shape(query)[1], ops.shape(key)[1],
+                           key_padding_mask=key_padding_mask,
+                           query_padding_mask=query_padding_mask, mask=mask,
+                           causal=causal, window=window,
+                           query_offset=query_offset)
+        if value.shape[-1] == key_dim:
+            output = fused_attention(query, key, value, mask=dense,
+                                     scale=scale)
+        else:  # the fused kernels want one size for keys and values
+            weights = masked_softmax(
+                scaled_dot_product_scores(query, key, scale), dense)
+            output = weighted_sum(ops.cast(weights, value.dtype), value)
+    return ops.cast(output, dtype)
+
+
+def dense_mask(query_length, key_length, *, key_padding_mask=None,
+               query_padding_mask=None, mask=None, causal=False, window=None,
+               query_offset=0):
+    """The `(B|1, N|1, T, S)` boolean mask `blockwise_attention` applies,
+    expanded (for the backends that take a dense mask, and for tests).
+
+    >>> from keras import ops
+    >>> m = dense_mask(3, 3, causal=True, window=1)
+    >>> ops.convert_to_numpy(m)[0, 0].astype(int)
+    array([[1, 0, 0],
+           [1, 1, 0],
+           [0, 1, 1]])
+    """
+    queries = ops.arange(query_length, dtype="int32") + ops.cast(
+        query_offset, "int32")
+    keys = ops.arange(key_length, dtype="int32")
+    # (T, 1) - (1, S) -> (T, S)
+    distance = ops.expand_dims(queries, 1) - ops.expand_dims(keys, 0)
+    allowed = ops.ones_like(distance, "bool")
+    if causal:
+        allowed = distance >= 0
+    if window is not None:
+        allowed = ops.logical_and(allowed, ops.abs(distance) <= window)
+    allowed = allowed[None, None]  # (1, 1, T, S)
+    if key_padding_mask is not None:
+        # (B, S) -> (B, 1, 1, S)
+        allowed = ops.logical_and(
+            allowed, ops.cast(key_padding_mask, "bool")[:, None, None, :])
+    if query_padding_mask is not None:
+        # (B, T) -> (B, 1, T, 1)
+        allowed = ops.logical_and(
+            allowed, ops.cast(query_padding_mask, "bool")[:, None, :, None])
+    if mask is not None:
+        allowed = ops.logical_and(allowed, ops.cast(mask, "bool"))
+    return allowed
+
+
+def _check_explicit_mask(mask, batch, heads, query_length, key_length):
+    if not hasattr(mask, "shape"):
+        mask = ops.convert_to_tensor(mask)
+    shape = tuple(mask.shape)
+
+    def fits(got, want, may_broadcast):
+        return (got is None or want is None or got == want
+                or (may_broadcast and got == 1))
+
+    if len(shape) != 4 or not all(
+            fits(got, want, axis < 2) for axis, (got, want) in enumerate(
+                zip(shape, (batch, heads, query_length, key_length)))):
+        raise ValueError(
+            "`mask` must have shape (batch|1, heads|1, query_len, key_len) = "
+            f"{(batch, heads, query_length, key_length)}, received: "
+            f"mask.shape={shape}")
+    return mask
