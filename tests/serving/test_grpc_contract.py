@@ -503,12 +503,15 @@ def test_a_closed_grpc_port_is_one_line(tmp_path):
                            " GetModelMetadata: no answer")
 
 
-def test_the_readmes_grpc_snippet(grpc_target, server_url, capsys):
+def test_the_serving_guides_grpc_snippet(grpc_target, server_url, capsys):
+    """docs/serving.md's request with TF Serving's own stubs."""
+    from tests.test_readme import ROOT
     from tests.test_readme import python_blocks
 
-    (block,) = [block for block in python_blocks()
-                if "localhost:8500" in block]
-    exec(compile(block.replace("localhost:8500", grpc_target), "README.md",
+    guide = ROOT / "docs" / "serving.md"
+    (block,) = [block for block in python_blocks(guide)
+                if 'insecure_channel("localhost:8500")' in block]
+    exec(compile(block.replace("localhost:8500", grpc_target), str(guide),
                  "exec"), {})  # noqa: S102
     (expected,) = Client(server_url, "translator").translate(["A dog runs."])
     # The snippet prints the array of translations (bytes).
