@@ -48,10 +48,10 @@ test-serving: $(STAMP)
 # a missing page or a public name without a docstring fails the build.
 # The site lands in site/; `make docs-serve` serves it on localhost:8000.
 docs: $(STAMP)
-	$(VENV)/bin/mkdocs build --strict
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 docs-serve: $(STAMP)
-	$(VENV)/bin/mkdocs serve
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs serve
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
