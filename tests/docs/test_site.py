@@ -22,14 +22,27 @@ def _load_hook():
 hook = _load_hook()
 
 
+def _docstrings_extension():
+    spec = importlib.util.spec_from_file_location(
+        "docs_hooks_docstrings", ROOT / "docs" / "hooks" / "docstrings.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docstring_extension_examples_run():
+    import doctest
+
+    results = doctest.testmod(_docstrings_extension(),
+                              optionflags=doctest.NORMALIZE_WHITESPACE)
+    assert results.attempted >= 2 and results.failed == 0
+
+
 def test_doctest_examples_are_fenced_as_code():
     """The griffe extension that shows the docstrings' `>>>` examples as
     Python sessions (unindented after `Example:`, Markdown would read them
     as nested quotes)."""
-    spec = importlib.util.spec_from_file_location(
-        "docs_hooks_doctest_blocks", ROOT / "docs" / "hooks" / "doctest_blocks.py")
-    blocks = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(blocks)
+    blocks = _docstrings_extension()
     text = "Example:\n\n>>> x = 1\n>>> x\n1\n\nAfter.\n    >>> y\n"
     assert blocks.fence_doctests(text).splitlines() == [
         "Example:", "", "```pycon", ">>> x = 1", ">>> x", "1", "```", "",
