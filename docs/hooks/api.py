@@ -11,7 +11,9 @@ check, and the benchmark tables rendered from `benchmarks/results/*.json`.
 - Every public name without a docstring is logged as a WARNING, which
   `mkdocs build --strict` turns into a failure (`missing_docstrings`).
 - `on_page_markdown` replaces `<!-- benchmark-results -->` with
-  `benchmarks/summary.py`'s rendering of every results file.
+  `benchmarks/summary.py`'s rendering of every results file,
+  `<!-- cli-help -->` with every command's `--help`, and
+  `<!-- include PATH -->` with a file of the repository (less its title).
 
 Public names: a module's `__all__`, or, for a module without one
 (`keras_attention.decoding`), the functions and classes it defines whose
@@ -24,6 +26,7 @@ import inspect
 import json
 import logging
 import pathlib
+import re
 
 from mkdocs.structure.files import File
 
@@ -31,6 +34,10 @@ LOG = logging.getLogger("mkdocs.hooks.api")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCHMARK_MARKER = "<!-- benchmark-results -->"
 CLI_MARKER = "<!-- cli-help -->"
+# `<!-- include serving/README.md -->`: that file of the repository, less its
+# title, so a guide and the README beside the files it explains cannot
+# disagree.
+INCLUDE = re.compile(r"<!-- include ([\w./-]+) -->")
 
 # (page, title, [(module, names or None for its public names, heading)]).
 # Layers get a page each, under api/layers/.
@@ -294,7 +301,14 @@ def cli_markdown():
                      for title, text in sections)
 
 
+def _included(match):
+    text = (ROOT / match.group(1)).read_text()
+    first, _, rest = text.partition("\n")
+    return rest.lstrip("\n") if first.startswith("# ") else text
+
+
 def on_page_markdown(markdown, page, config, files):
+    markdown = INCLUDE.sub(_included, markdown)
     if BENCHMARK_MARKER in markdown:
         markdown = markdown.replace(BENCHMARK_MARKER, benchmark_markdown())
     if CLI_MARKER in markdown:
