@@ -161,3 +161,16 @@ def test_the_benchmark_page_is_rendered_from_the_results(built_site):
     for stem in results:
         assert f"results/{stem}.json" in html, stem
     assert "<!-- benchmark-results -->" not in html
+
+
+def test_every_placeholder_of_the_hook_is_filled(built_site):
+    """The benchmark tables, the command help and the included READMEs."""
+    site, _ = built_site
+    for page in site.rglob("*.html"):
+        html = page.read_text()
+        for marker in ("<!-- benchmark-results -->", "<!-- cli-help -->",
+                       "<!-- include "):
+            assert marker not in html, (page, marker)
+    cli = (site / "cli" / "index.html").read_text()
+    assert "usage: keras-attention train" in cli
+    assert "Path A: our server" in (site / "tf-serving" / "index.html").read_text()
