@@ -23,6 +23,7 @@ from tests.packaging.distributions import built_distributions
 from tests.packaging.distributions import clean_environment
 from tests.packaging.distributions import describe
 from tests.packaging.distributions import new_virtual_environment
+from tests.packaging.distributions import remove_virtual_environment
 from tests.packaging.distributions import run
 from tests.packaging.distributions import source_version
 
@@ -49,7 +50,8 @@ def translate_environment(tmp_path_factory):
     cwd.mkdir()
     environment = clean_environment(venv_dir, KERAS_BACKEND="tensorflow",
                                     TF_CPP_MIN_LOG_LEVEL="2")
-    return venv_dir, environment, cwd
+    yield venv_dir, environment, cwd
+    remove_virtual_environment(venv_dir)
 
 
 def _cli(translate_environment, *args, check=True, timeout=300):
