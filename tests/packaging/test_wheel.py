@@ -275,3 +275,21 @@ def test_a_tensorflow_only_module_names_its_extra(jax_environment):
                        result.stderr)
     assert result.returncode != 0, message
     assert lines and "keras-attention[translate]" in lines[-1], message
+
+
+def test_the_command_line_without_tensorflow_names_the_extra(jax_environment):
+    """The console script comes with the base install: its help works, and
+    a command that needs TensorFlow stops with one line naming the extra
+    (status 2, a user's mistake, no traceback)."""
+    python, environment, cwd = jax_environment
+    script = python.parent / "keras-attention"
+    result = run([script, "--help"], cwd=cwd, env=environment, timeout=60)
+    assert result.stdout.startswith("usage: keras-attention"), result.stdout
+    result = run([script, "train", "--epochs", "1", "--output-dir", "run"],
+                 cwd=cwd, env=environment, check=False, timeout=120)
+    message = describe(result.args, result.returncode, result.stdout,
+                       result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 2, message
+    assert len(lines) == 1 and "keras-attention[translate]" in lines[0], (
+        message)
