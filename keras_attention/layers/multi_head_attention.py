@@ -14,8 +14,18 @@ from keras_attention import ops as attention_ops
 from keras_attention.layers._flat_einsum_dense import FlatEinsumDense
 
 HEAD_MERGES = ("concat", "mean")
+# How the core is computed: "dense" materialises the (B, N, T, S) weights;
+# "blockwise" is `ops.blockwise_attention` (on TensorFlow, exact attention
+# in memory linear in the length); "auto" takes "blockwise" on TensorFlow
+# from BLOCKWISE_MIN_LENGTH keys on, when no weights are needed.
+ATTENTION_IMPLS = ("auto", "dense", "blockwise")
+# The key length from which "auto" computes TensorFlow's core in blocks:
+# at 1,024 keys and more the blocks were as fast or faster than the dense
+# core on the machines measured (benchmarks/long_attention.py), and the
+# dense weights grow with the square of the length.
+BLOCKWISE_MIN_LENGTH = 1024
 # Backends whose `keras.ops.dot_product_attention` computes the attention
-# core (see `_fused_core`); TensorFlow's is the same einsums as ours.
+# core for "auto" (see `_blockwise_core`): their fused kernels.
 FUSED_CORE_BACKENDS = ("jax", "torch")
 
 
@@ -48,6 +58,16 @@ class MultiHeadAttention(keras.layers.Layer):
         diversity_penalty: float >= 0, the λ above; 0 disables it.
         kernel_initializer, bias_initializer: for the four projections.
         kernel_regularizer, bias_regularizer: for the four projections.
+        attention_impl: how the core is computed. `"dense"` computes the
+            `(B, N, T, S)` weights. `"blockwise"` is
+            `keras_attention.ops.blockwise_attention`: on TensorFlow, exact
+            attention over blocks of queries in memory linear in the length
+            (causal blocks skip the keys they never see); on JAX and
+            PyTorch, their fused `dot_product_attention`. It cannot return
+            the weights, add the diversity penalty or drop weights out, and
+            says so. `"auto"` (the default) takes `"blockwise"` when none
+            of those is asked for and either the backend is JAX or PyTorch
+            or the keys number at least 1,024; else `"dense"`.
 
     Call arguments:
         query: `(batch, query_len, query_dim)`.
@@ -134,9 +154,13 @@ class MultiHeadAttention(keras.layers.Layer):
         bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
+        attention_impl="auto",
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.attention_impl = _validation.choice(
+            "attention_impl", attention_impl, ATTENTION_IMPLS
+        )
         self.num_heads = _validation.positive_int("num_heads", num_heads)
         self.key_dim = _validation.positive_int("key_dim", key_dim)
         self.value_dim = _validation.optional_positive_int(
@@ -334,22 +358,46 @@ class MultiHeadAttention(keras.layers.Layer):
             context = ops.mean(context, axis=2)  # (B, T, V)
         return self.output_dense(context)  # (B, T, D)
 
-    def _fused_core(self, return_attention_scores, training, value):
-        """Whether `keras.ops.dot_product_attention` may compute the core:
-        the plain scores and weighted sum (no subclass hook), no weights
-        asked for or needed (penalty, dropout in training), keys and values
-        of one head size, and a backend where it is the fast choice (JAX
-        and PyTorch: fused cuDNN/flash kernels on GPUs, XLA on CPUs)."""
+    def _plain_core(self):
+        """Whether the core is the plain scores and weighted sum (no
+        subclass hook such as RelativeAttention's)."""
         cls = type(self)
         return (
-            keras.backend.backend() in FUSED_CORE_BACKENDS
-            and cls._attention_scores is MultiHeadAttention._attention_scores
+            cls._attention_scores is MultiHeadAttention._attention_scores
             and cls._attend is MultiHeadAttention._attend
-            and not return_attention_scores
-            and self.diversity_penalty == 0.0
-            and (self.dropout == 0.0 or not training)
-            and value.shape[-1] == self.key_dim
         )
+
+    def _blockwise_core(self, return_attention_scores, training, key):
+        """Whether `ops.blockwise_attention` computes the core (see
+        `attention_impl`): the plain core, no weights asked for or needed
+        (penalty, dropout in training). "blockwise" that cannot be is an
+        error naming what stands in the way."""
+        if self.attention_impl == "dense":
+            return False
+        needs_weights = {
+            "return_attention_scores=True": return_attention_scores,
+            f"diversity_penalty={self.diversity_penalty}":
+                self.diversity_penalty > 0.0,
+            f"dropout={self.dropout} in training":
+                self.dropout > 0.0 and bool(training),
+            f"{type(self).__name__}'s own scores": not self._plain_core(),
+        }
+        blockers = [name for name, stands in needs_weights.items() if stands]
+        if self.attention_impl == "blockwise":
+            if blockers:
+                raise ValueError(
+                    "attention_impl='blockwise' computes no attention "
+                    f"weights, which {', '.join(blockers)} needs; use "
+                    "attention_impl='auto' or 'dense', received: "
+                    "attention_impl='blockwise'"
+                )
+            return True
+        if blockers:
+            return False
+        if keras.backend.backend() in FUSED_CORE_BACKENDS:
+            return True
+        key_length = key.shape[1]
+        return key_length is not None and key_length >= BLOCKWISE_MIN_LENGTH
 
     def call(
         self,
@@ -422,6 +470,16 @@ class MultiHeadAttention(keras.layers.Layer):
                 )  # (B, L, N, V)
                 cache = (projected_key, projected_value)
 
+        if self._blockwise_core(return_attention_scores, training,
+                                projected_key):
+            context = self._blockwise(
+                query, projected_query, projected_key, projected_value,
+                padding_mask, key_padding_mask, attention_mask,
+                use_causal_mask, cache_update_index,
+            )  # (B, T, N, V)
+            output = self._merge_heads(context)  # (B, T, D)
+            return output if cache is None else (output, cache)
+
         mask = attention_ops.resolve_attention_mask(
             query,
             projected_key.shape[1] or ops.shape(projected_key)[1],
@@ -433,22 +491,16 @@ class MultiHeadAttention(keras.layers.Layer):
         )
         if mask is not None:
             mask = ops.expand_dims(mask, 1)  # (B, 1, T, S) over heads
-        if self._fused_core(return_attention_scores, training,
-                            projected_value):
-            context = attention_ops.fused_attention(
-                projected_query, projected_key, projected_value, mask
-            )  # (B, T, N, V)
-        else:
-            scores = self._attention_scores(
-                projected_query, projected_key, cache_update_index,
-                use_causal_mask,
-            )  # (B, N, T, S)
-            weights = attention_ops.masked_softmax(scores, mask)
-            self._add_penalty(weights, padding_mask)
-            weights, dropped = self._drop(weights, training)
-            context = self._attend(
-                dropped, projected_value, cache_update_index, use_causal_mask
-            )  # (B, T, N, V)
+        scores = self._attention_scores(
+            projected_query, projected_key, cache_update_index,
+            use_causal_mask,
+        )  # (B, N, T, S)
+        weights = attention_ops.masked_softmax(scores, mask)
+        self._add_penalty(weights, padding_mask)
+        weights, dropped = self._drop(weights, training)
+        context = self._attend(
+            dropped, projected_value, cache_update_index, use_causal_mask
+        )  # (B, T, N, V)
         output = self._merge_heads(context)  # (B, T, D)
 
         results = (output,)
@@ -458,10 +510,34 @@ class MultiHeadAttention(keras.layers.Layer):
             results += (cache,)
         return results[0] if len(results) == 1 else results
 
+    def _blockwise(self, query, projected_query, projected_key,
+                   projected_value, padding_mask, key_padding_mask,
+                   attention_mask, use_causal_mask, cache_update_index):
+        """The core by `ops.blockwise_attention`, the masks passed as
+        what they are (never expanded to `(T, S)`)."""
+        if attention_mask is not None:
+            attention_mask = attention_ops.check_mask_shape(
+                "attention_mask", attention_mask,
+                (query.shape[0], query.shape[1], projected_key.shape[1]),
+                "(batch, query_len, key_len)",
+            )
+            # (B, T, S) -> (B, 1, T, S) over heads
+            attention_mask = ops.expand_dims(attention_mask, 1)
+        return attention_ops.blockwise_attention(
+            projected_query, projected_key, projected_value,
+            key_padding_mask=key_padding_mask,
+            query_padding_mask=padding_mask,
+            mask=attention_mask,
+            causal=bool(use_causal_mask),
+            query_offset=(0 if cache_update_index is None
+                          else cache_update_index),
+        )  # (B, T, N, V)
+
     def get_config(self):
         config = super().get_config()
         config.update(
             {
+                "attention_impl": self.attention_impl,
                 "num_heads": self.num_heads,
                 "key_dim": self.key_dim,
                 "value_dim": self.value_dim,

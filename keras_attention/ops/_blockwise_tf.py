@@ -30,6 +30,16 @@ import tensorflow as tf
 _PARALLEL_ITERATIONS = 2
 
 
+def in_xla_context():
+    """Whether the function being traced is compiled with XLA
+    (`tf.function(jit_compile=True)`), whose static shapes the blocks'
+    loops cannot have; the public op then takes the dense path."""
+    from tensorflow.python.ops import control_flow_util
+
+    return bool(control_flow_util.GraphOrParentsInXlaContext(
+        tf.compat.v1.get_default_graph()))
+
+
 def _ceil_div(a, b):
     return -(-a // b)
 

@@ -5,7 +5,9 @@ queries in blocks, each block's softmax exact over the keys it may see, a
 gradient that recomputes the scores block by block; memory linear in the
 length, and causal or windowed attention skip the blocks they never see.
 On JAX and PyTorch it is `keras.ops.dot_product_attention` (their fused
-kernels, flash attention on GPUs) with the same masks.
+kernels, flash attention on GPUs) with the same masks, and so it is inside
+a TensorFlow function compiled with XLA (`jit_compile=True`), whose static
+shapes the blocks' loops cannot have.
 
 Letters: B batch, N heads, T query length, S key length, H key size,
 D value size.
@@ -28,19 +30,25 @@ _BLOCK_BYTES = 64 * 2**20
 _MIN_BLOCK, _MAX_BLOCK = 16, 512
 
 
-def default_block_size(batch, heads, key_length):
+def default_block_size(batch, heads, key_length, query_length=None):
     """Query rows per block: a power of two in [16, 512] whose float32
-    scores `(batch, heads, rows, key_length)` take about 64 MiB; 128 when a
-    size is not known.
+    scores `(batch, heads, rows, key_length)` take about 64 MiB (128 when a
+    size is not known), and never more than `query_length` when known.
 
     >>> default_block_size(1, 8, 8192), default_block_size(1, 8, 65536)
     (256, 32)
+    >>> default_block_size(16, 8, 256, query_length=256)
+    256
     """
     if None in (batch, heads, key_length):
-        return 128
-    rows = _BLOCK_BYTES // max(1, 4 * batch * heads * key_length)
-    rows = 2 ** int(math.floor(math.log2(max(rows, 1))))
-    return int(min(_MAX_BLOCK, max(_MIN_BLOCK, rows)))
+        rows = 128
+    else:
+        rows = _BLOCK_BYTES // max(1, 4 * batch * heads * key_length)
+        rows = 2 ** int(math.floor(math.log2(max(rows, 1))))
+        rows = min(_MAX_BLOCK, max(_MIN_BLOCK, rows))
+    if query_length is not None:
+        rows = min(rows, query_length)
+    return int(max(rows, 1))
 
 
 def blockwise_attention(query, key, value, *, key_padding_mask=None,
@@ -72,6 +80,9 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
         block_size: query (and key) rows per block on TensorFlow; by
             default about 64 MiB of float32 scores per block
             (`default_block_size`).
+
+    On TensorFlow outside XLA, the blocks; elsewhere the backend's fused
+    attention with the mask expanded (see the module's docstring).
 
     Returns:
         `(B, T, N, D)` in the value's dtype. float16 inputs are computed
@@ -112,7 +123,7 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     if isinstance(query_offset, int):
         query_offset = _validation.non_negative_int("query_offset",
                                                     query_offset)
-    block_size = (default_block_size(batch, heads, key_length)
+    block_size = (default_block_size(batch, heads, key_length, query_length)
                   if block_size is None
                   else _validation.positive_int("block_size", block_size))
     if scale is None:
@@ -131,7 +142,7 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     if "float16" in (ops.dtype(query), ops.dtype(key), dtype):
         query, key, value = (ops.cast(x, "float32")
                              for x in (query, key, value))
-    if keras.backend.backend() == "tensorflow":
+    if _blockwise_kernel():
         from keras_attention.ops import _blockwise_tf
 
         shape = ops.shape(key)
@@ -161,6 +172,15 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
                 scaled_dot_product_scores(query, key, scale), dense)
             output = weighted_sum(ops.cast(weights, value.dtype), value)
     return ops.cast(output, dtype)
+
+
+def _blockwise_kernel():
+    """Whether the TensorFlow kernel runs: on TensorFlow, outside XLA."""
+    if keras.backend.backend() != "tensorflow":
+        return False
+    from keras_attention.ops import _blockwise_tf
+
+    return not _blockwise_tf.in_xla_context()
 
 
 def dense_mask(query_length, key_length, *, key_padding_mask=None,

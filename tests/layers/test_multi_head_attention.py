@@ -306,34 +306,3 @@ def test_masks_may_be_python_lists():
     from_list = layer(TARGET, padding_mask=TARGET_PADDING.tolist())
     assert_all_close(from_list, layer(TARGET, padding_mask=TARGET_PADDING))
 
-
-@pytest.mark.parametrize("self_attention", [True, False])
-def test_fused_core_equals_the_weights_path(monkeypatch, self_attention):
-    """Where `keras.ops.dot_product_attention` computes the core (JAX and
-    PyTorch; forced here on every backend), the output equals the path that
-    computes the weights (taken when they are returned), padded query rows
-    and masked keys included; with a different value size it is not used."""
-    from keras_attention.layers import multi_head_attention
-
-    monkeypatch.setattr(multi_head_attention, "FUSED_CORE_BACKENDS",
-                        (keras.backend.backend(),))
-    rng = np.random.default_rng(5)
-    target = rng.normal(size=(3, 6, 8)).astype("float32")
-    source = rng.normal(size=(3, 4, 8)).astype("float32")
-    padding = np.array([[1] * 6, [1] * 3 + [0] * 3, [0] * 6], bool)
-    key_padding = np.array([[1] * 4, [1, 1, 0, 0], [0] * 4], bool)
-    if self_attention:
-        layer = MultiHeadSelfAttention(num_heads=2, key_dim=4)
-        call = dict(inputs=target, padding_mask=padding, use_causal_mask=True)
-    else:
-        layer = MultiHeadAttention(num_heads=2, key_dim=4)
-        call = dict(query=target, value=source, padding_mask=padding,
-                    key_padding_mask=key_padding)
-    fused = keras.ops.convert_to_numpy(layer(**call))
-    assert layer._fused_core(False, None, np.zeros((1, 1, 2, 4)))
-    weights_path, _ = layer(**call, return_attention_scores=True)
-    assert_allclose(fused, keras.ops.convert_to_numpy(weights_path),
-                    atol=1e-5)
-    assert not layer._fused_core(False, None, np.zeros((1, 1, 2, 5)))
-    assert not layer._fused_core(True, None, np.zeros((1, 1, 2, 4)))
-

@@ -337,4 +337,22 @@ def test_default_block_size_keeps_a_block_near_64_mib():
     assert default_block_size(64, 8, 128) == 256
     assert default_block_size(1, 64, 2**20) == 16
     assert default_block_size(None, 8, 128) == 128
+    assert default_block_size(None, 8, 128, query_length=5) == 5
+    assert default_block_size(32, 8, 128, query_length=100) == 100
 
+
+
+@tensorflow_only("tf.function(jit_compile=True)")
+def test_under_xla_it_takes_the_dense_path():
+    import tensorflow as tf
+
+    q, k, v = inputs()
+    want = reference(q, k, v, allowed_by(T, S, causal=True), 1 / np.sqrt(H))
+    attend = tf.function(lambda q, k, v: blockwise_attention(
+        q, k, v, causal=True, block_size=4), jit_compile=True)
+    assert_allclose(attend(q, k, v), want, atol=1e-5)
+    graph = tf.function(lambda q, k, v: blockwise_attention(
+        q, k, v, causal=True, block_size=4), jit_compile=True
+    ).get_concrete_function(q, k, v).graph
+    assert not [op for op in graph.get_operations()
+                if op.type in ("While", "StatelessWhile")]
