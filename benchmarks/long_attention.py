@@ -1,0 +1,241 @@
+"""Long causal self-attention on TensorFlow: time and memory of one
+forward+backward step, ours against Keras, from 1k to 64k positions.
+
+Candidates (B=1, 8 heads of 64, D=512, float32, causal, one `tf.function`
+step: the layer's output, a squared-sum loss, the gradients of the
+layer's weights):
+
+- `ours`: `MultiHeadSelfAttention` as it comes (`attention_impl="auto"`:
+  the block-wise exact core from 1,024 keys on, `ops.blockwise_attention`);
+- `ours dense`: the same layer with `attention_impl="dense"` (the whole
+  `(B, N, T, T)` weights, as before);
+- `keras`: `keras.layers.MultiHeadAttention(use_causal_mask=True)`.
+
+Memory: each (candidate, length) runs in a fresh process; its figure is
+the growth of the process's peak resident memory over the step (VmHWM
+after minus VmRSS before, tracing done first), and TensorFlow's allocator
+peak where it keeps statistics. The parent polls the worker's resident
+memory and kills it above `--memory-cap-gib` (default 20 of this
+machine's 24), which the table reports as "over the cap"; a candidate
+that failed is not tried at longer lengths. Time: the worker's median
+step after one warm-up step; at `--compare-length` (8,192) the three run
+interleaved (A B C A B C ...) in one process for the ratios.
+
+Run: `python benchmarks/long_attention.py` (about 30 minutes on 2 cores;
+64k positions take minutes a step); `--quick` (1k and 2k, one timed run)
+checks that it works.
+"""
+
+import argparse
+import gc
+import json
+import os
+import subprocess
+import sys
+import time
+
+import harness
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+BATCH, HEADS, HEAD_SIZE = 1, 8, 64
+MODEL_DIM = HEADS * HEAD_SIZE
+CANDIDATES = ("ours", "ours dense", "keras")
+
+
+def build(candidate, length):
+    """The layer, its input and a compiled fwd+bwd step."""
+    import keras
+    import numpy as np
+    import tensorflow as tf
+
+    from keras_attention.layers import MultiHeadSelfAttention
+
+    keras.utils.set_random_seed(0)
+    x = tf.constant(np.random.default_rng(0).normal(
+        size=(BATCH, length, MODEL_DIM)).astype("float32"))
+    if candidate == "keras":
+        layer = keras.layers.MultiHeadAttention(HEADS, HEAD_SIZE)
+
+        def call():
+            return layer(x, x, use_causal_mask=True)
+    else:
+        impl = "dense" if candidate == "ours dense" else "auto"
+        layer = MultiHeadSelfAttention(HEADS, HEAD_SIZE, attention_impl=impl)
+
+        def call():
+            return layer(x, use_causal_mask=True)
+    call()  # build the weights
+
+    @tf.function(jit_compile=False)
+    def step():
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(tf.square(call()))
+        return tape.gradient(loss, layer.trainable_variables)
+
+    return step, lambda: [g.numpy() for g in step()]
+
+
+def _status_kib(field):
+    with open("/proc/self/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
+
+
+def worker(candidate, length, repeats):
+    """One fresh process: memory of the first step, then timed steps."""
+    import tensorflow as tf
+
+    step, run = build(candidate, length)
+    step.get_concrete_function()  # trace, but run nothing yet
+    gc.collect()
+    rss_before = _status_kib("VmRSS")
+    with open("/proc/self/clear_refs", "w") as clear_refs:
+        clear_refs.write("5")  # resets VmHWM to the current RSS
+    try:
+        tf.config.experimental.reset_memory_stats("CPU:0")
+        stats = True
+    except ValueError:  # no allocator statistics (oneDNN off)
+        stats = False
+    started = time.perf_counter()
+    run()
+    first = time.perf_counter() - started
+    tensor = (tf.config.experimental.get_memory_info("CPU:0")["peak"]
+              if stats else None)
+    rss = (_status_kib("VmHWM") - rss_before) * 1024
+    seconds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        seconds.append(time.perf_counter() - started)
+    return {"rss_bytes": rss, "tensor_bytes": tensor,
+            "first_ms": first * 1e3,
+            **harness.summarize(seconds or [first])}
+
+
+def run_worker(candidate, length, repeats, cap_bytes):
+    """The worker's record, or `{"failed": why}`; killed above the cap."""
+    command = [sys.executable, os.path.abspath(__file__), "--worker",
+               f"{candidate}:{length}", "--repeats", str(repeats)]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    peak = 0
+    while process.poll() is None:
+        try:
+            with open(f"/proc/{process.pid}/status") as status:
+                rss = next(int(line.split()[1]) * 1024 for line in status
+                           if line.startswith("VmRSS:"))
+        except (FileNotFoundError, StopIteration, ProcessLookupError):
+            rss = 0
+        peak = max(peak, rss)
+        if rss > cap_bytes:
+            process.kill()
+            process.wait()
+            return {"failed": f"over the {cap_bytes / 2**30:g} GiB cap",
+                    "rss_bytes": peak}
+        time.sleep(0.2)
+    stdout, stderr = process.communicate()
+    if process.returncode != 0:
+        lines = stderr.strip().splitlines() or ["(no stderr)"]
+        return {"failed": f"exit {process.returncode}: {lines[-1][:200]}",
+                "rss_bytes": peak}
+    return json.loads(stdout.strip().splitlines()[-1])
+
+
+def compare(length, repeats):
+    """The three candidates interleaved in one process at `length`."""
+    runs = {candidate: build(candidate, length)[1]
+            for candidate in CANDIDATES}
+    return harness.interleaved(runs, repeats, warmup=1)
+
+
+def fmt_gib(value):
+    return "–" if value is None else f"{value / 2**30:.2f}"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--lengths", type=int, nargs="+",
+                        default=[1024, 4096, 16384, 65536])
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--compare-length", type=int, default=8192)
+    parser.add_argument("--compare-repeats", type=int, default=3)
+    parser.add_argument("--memory-cap-gib", type=float, default=20.0)
+    parser.add_argument("--quick", action="store_true",
+                        help="1k and 2k, one timed run, compared at 1k")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    harness.add_results_arguments(parser, "long_attention")
+    args = parser.parse_args()
+    if args.worker:
+        candidate, length = args.worker.rsplit(":", 1)
+        print(json.dumps(worker(candidate, int(length), args.repeats)))
+        return
+    if args.quick:
+        args.lengths, args.repeats = [1024, 2048], 1
+        args.compare_length, args.compare_repeats = 1024, 1
+    cap = args.memory_cap_gib * 2**30
+
+    rows, failed = [], set()
+    for length in args.lengths:
+        for candidate in CANDIDATES:
+            if candidate in failed:
+                rows.append({"candidate": candidate, "length": length,
+                             "failed": "failed at a shorter length"})
+                continue
+            record = run_worker(candidate, length, args.repeats, cap)
+            if "failed" in record:
+                failed.add(candidate)
+            rows.append({"candidate": candidate, "length": length, **record})
+            print(json.dumps(rows[-1]), flush=True)
+
+    print(f"\nfwd+bwd of causal self-attention, B={BATCH}, {HEADS} heads of "
+          f"{HEAD_SIZE}, D={MODEL_DIM}, float32; a fresh process each")
+    print("| T | layer | step ms (median) | first step ms | peak RSS growth "
+          "GiB | allocator peak GiB |")
+    print("|---|---|---|---|---|---|")
+    for row in rows:
+        if "failed" in row:
+            print(f"| {row['length']:,} | {row['candidate']} | "
+                  f"{row['failed']} | | {fmt_gib(row.get('rss_bytes'))} | |")
+        else:
+            print(f"| {row['length']:,} | {row['candidate']} | "
+                  f"{row['median_ms']:,.0f} | {row['first_ms']:,.0f} | "
+                  f"{fmt_gib(row['rss_bytes'])} | "
+                  f"{fmt_gib(row['tensor_bytes'])} |")
+
+    timing = compare(args.compare_length, args.compare_repeats)
+    ours = timing["ours"]["median_ms"]
+    ratios = {"ours_vs_dense": timing["ours dense"]["median_ms"] / ours,
+              "ours_vs_keras": timing["keras"]["median_ms"] / ours}
+    print(f"\ninterleaved at T={args.compare_length:,} "
+          f"({args.compare_repeats} runs each): "
+          + ", ".join(f"{name} {value['median_ms']:,.0f} ms"
+                      for name, value in timing.items()))
+    print(f"- ours / ours dense: {ratios['ours_vs_dense']:.2f}x "
+          "(target >= 2x)")
+    print(f"- ours / keras: {ratios['ours_vs_keras']:.2f}x (target >= 8x)")
+    done = [row for row in rows if row["candidate"] == "ours"
+            and "failed" not in row]
+    if len(done) >= 2:
+        a, b = done[-2], done[-1]
+        print(f"- ours' memory from T={a['length']:,} to {b['length']:,} "
+              f"({b['length'] / a['length']:.0f}x the length): "
+              f"{b['rss_bytes'] / max(a['rss_bytes'], 1):.1f}x the peak RSS "
+              "growth (linear: the same factor)")
+    keras_failed = [row["length"] for row in rows if row["candidate"] ==
+                    "keras" and row.get("failed", "").startswith(("over",
+                                                                  "exit"))]
+    if keras_failed:
+        print(f"- keras fails at T={keras_failed[0]:,}")
+    harness.write_results(
+        args.results_name or ("long_attention_quick" if args.quick
+                              else "long_attention"),
+        rows, directory=args.results_dir,
+        comparison={"length": args.compare_length, "timing": timing,
+                    **ratios})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""benchmarks/long_attention.py: a run at a tiny length completes, prints
+its table and ratios and writes them; a worker above the memory cap is
+killed and reported, and the candidate is not tried at longer lengths."""
+
+from tests.test_benchmarks_summary import run_benchmark
+
+
+def test_tiny_run_prints_table_and_ratios_and_writes_them(tmp_path):
+    stdout, record = run_benchmark(
+        "long_attention.py", tmp_path, "--lengths", "64", "--repeats", "1",
+        "--compare-length", "64", "--compare-repeats", "1", timeout=600)
+    lines = stdout.splitlines()
+    rows = [line for line in lines if line.startswith("| 64 |")]
+    assert [row.split("|")[2].strip() for row in rows] == [
+        "ours", "ours dense", "keras"], stdout
+    for row in record["rows"]:
+        assert "failed" not in row, row
+        assert row["median_ms"] > 0 and row["rss_bytes"] >= 0
+    comparison = record["comparison"]
+    assert comparison["length"] == 64
+    timing = comparison["timing"]
+    assert comparison["ours_vs_keras"] == (
+        timing["keras"]["median_ms"] / timing["ours"]["median_ms"])
+    assert any(line.startswith("- ours / ours dense: ") for line in lines)
+
+
+def test_over_the_cap_is_killed_and_not_tried_again(tmp_path):
+    stdout, record = run_benchmark(
+        "long_attention.py", tmp_path, "--lengths", "64", "128",
+        "--repeats", "1", "--compare-length", "32", "--compare-repeats", "1",
+        "--memory-cap-gib", "0.05", timeout=600)
+    first, *rest = [row for row in record["rows"] if row["length"] == 64]
+    assert first["failed"] == "over the 0.05 GiB cap", first
+    longer = [row for row in record["rows"] if row["length"] == 128]
+    assert {row["failed"] for row in longer} == {"failed at a shorter "
+                                                 "length"}
