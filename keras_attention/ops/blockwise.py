@@ -40,6 +40,11 @@ def default_block_size(batch, heads, key_length, query_length=None):
     >>> default_block_size(16, 8, 256, query_length=256)
     256
     """
+    # A dimension that is not a plain int (None, or JAX's symbolic batch
+    # when Keras infers a functional model's shapes) is not known.
+    batch, heads, key_length, query_length = (
+        size if isinstance(size, int) else None
+        for size in (batch, heads, key_length, query_length))
     if None in (batch, heads, key_length):
         rows = 128
     else:

@@ -157,3 +157,16 @@ def test_attention_impl_is_checked_and_serialized():
                                    attention_impl="blockwise")
     clone = MultiHeadSelfAttention.from_config(layer.get_config())
     assert clone.attention_impl == "blockwise"
+
+
+def test_a_functional_model_with_it_trains():
+    """Keras infers a functional model's shapes with a symbolic batch (on
+    JAX, a shape-polymorphic dimension that is neither None nor an int)."""
+    inputs = keras.Input((8, 16))
+    outputs = MultiHeadSelfAttention(num_heads=2, key_dim=8)(
+        inputs, use_causal_mask=True)
+    model = keras.Model(inputs, keras.layers.GlobalAveragePooling1D()(outputs))
+    model.compile(optimizer="adam", loss="mse")
+    history = model.fit(RNG.normal(size=(4, 8, 16)).astype("float32"),
+                        np.zeros((4, 16), "float32"), epochs=2, verbose=0)
+    assert np.isfinite(history.history["loss"]).all()
