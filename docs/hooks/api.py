@@ -59,7 +59,7 @@ PAGES = [
     ("api/serving.md", "keras_attention.serving", [
         ("keras_attention.serving", None, "The client"),
         ("keras_attention.serving.server", None, "The server"),
-        ("keras_attention.serving.main", ["serve"],
+        ("keras_attention.serving.main", ["serve", "main"],
          "Starting the server: `keras-attention serve`"),
         ("keras_attention.cli", ["main"], "The `keras-attention` command"),
     ]),

@@ -261,6 +261,9 @@ def serve(args):
 
 
 def main(argv=None):
+    """`python -m keras_attention.serving`: parse `argv` (default:
+    `sys.argv[1:]`) as `keras-attention serve`'s flags and `serve`; returns
+    the exit status."""
     parser = argparse.ArgumentParser(prog="keras-attention serve",
                                      description=DESCRIPTION)
     add_arguments(parser)

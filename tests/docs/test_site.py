@@ -147,6 +147,7 @@ def test_the_serving_page_documents_the_server_entry_points(built_site):
     html = (site / "api" / "serving" / "index.html").read_text()
     for path in ["keras_attention.serving.server.run_server",
                  "keras_attention.serving.main.serve",
+                 "keras_attention.serving.main.main",
                  "keras_attention.cli.main"]:
         assert f'id="{path}"' in html, path
 
