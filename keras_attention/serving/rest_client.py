@@ -51,6 +51,7 @@ class RestClient:
         self.timeout = timeout
 
     def model_url(self, version=None, label=None):
+        """The REST URL of the model, of one `version` or of a `label`."""
         if version is not None and label is not None:
             raise ValueError(f"give version or label, not both, received: "
                              f"version={version}, label={label!r}")
@@ -81,9 +82,12 @@ class RestClient:
             raise ServingClientError(f"{url}: no answer: {reason}") from None
 
     def status(self, version=None, label=None):
+        """The model's version status (`model_version_status`), as TF
+        Serving's `GET /v1/models/NAME` answers it."""
         return self._request(self.model_url(version, label))
 
     def metadata(self, version=None, label=None):
+        """The model's metadata: its signatures' inputs and outputs."""
         return self._request(self.model_url(version, label) + "/metadata")
 
     def predict(self, instances=None, inputs=None, signature_name=None,
@@ -112,11 +116,15 @@ class RestClient:
 
     def classify(self, examples, context=None, signature_name=None,
                  version=None, label=None):
+        """`:classify` of tf.Example rows (`examples`, dicts of features):
+        the `results`, one list of `[label, score]` pairs per example."""
         return self._examples("classify", examples, context, signature_name,
                               version, label)
 
     def regress(self, examples, context=None, signature_name=None,
                 version=None, label=None):
+        """`:regress` of tf.Example rows: the `results`, one value per
+        example."""
         return self._examples("regress", examples, context, signature_name,
                               version, label)
 
