@@ -82,6 +82,7 @@ class _Plan:
             if not self.causal:
                 hi = tf.minimum(hi, ((last + self.window) // self.bk + 1)
                                 * self.bk)
+        lo = tf.minimum(lo, tf.cast(self.padded_keys, tf.int32))
         hi = tf.maximum(hi, lo)
         return lo, hi
 
@@ -194,7 +195,9 @@ def _join(array, rank, axis=2):
 
 def _backward(plan, q, k, v, out, lse, grad):
     """dQ, dK, dV of `sum(grad * out)` for the scaled queries `q`,
-    recomputing the scores by block (dQ and dK without the scale)."""
+    recomputing the scores by query block (dQ and dK without the scale):
+    one pass, each block writing its rows of dQ and adding its share of
+    dK and dV."""
     grad32 = tf.cast(grad, tf.float32)
     # (B, N, Tq): rowsum(dO * O), FlashAttention's D
     dots = tf.reduce_sum(grad32 * tf.cast(out, tf.float32), axis=-1)
@@ -213,7 +216,7 @@ def _backward(plan, q, k, v, out, lse, grad):
         # dS = P (dP - D)
         return weights * (dweights - dots[:, :, q_lo:q_hi, None])
 
-    def query_body(i, dqs):
+    def body(i, dqs, dk_sum, dv_sum):
         q_lo = i * plan.bq
         q_hi = q_lo + plan.bq
         k_lo, k_hi = plan.key_range(q_lo, q_hi - 1)
@@ -222,32 +225,33 @@ def _backward(plan, q, k, v, out, lse, grad):
         # (B, N, q, k) x (B, N, k, H) -> (B, N, q, H)
         dq = tf.einsum("bnqk,bnkh->bnqh", tf.cast(dlogits, k.dtype),
                        k[:, :, k_lo:k_hi])
-        return i + 1, dqs.write(i, dq)
-
-    def key_body(j, dks, dvs):
-        k_lo = j * plan.bk
-        k_hi = k_lo + plan.bk
-        q_lo, q_hi = plan.query_range(k_lo, k_hi - 1)
-        weights = probabilities(q_lo, q_hi, k_lo, k_hi)
-        dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi)
+        # This block's share of dV and dK, for keys [k_lo, k_hi):
         # (B, N, q, k) x (B, N, q, D) -> (B, N, k, D)
         dv = tf.einsum("bnqk,bnqd->bnkd", tf.cast(weights, grad.dtype),
                        grad[:, :, q_lo:q_hi])
         # (B, N, q, k) x (B, N, q, H) -> (B, N, k, H)
         dk = tf.einsum("bnqk,bnqh->bnkh", tf.cast(dlogits, q.dtype),
                        q[:, :, q_lo:q_hi])
-        return j + 1, dks.write(j, dk), dvs.write(j, dv)
+        # Added into the float32 sums over blocks (linear in the length,
+        # cheaper than a second pass that recomputes the scores by key
+        # block).
+        where = [[0, 0], [0, 0], [k_lo, plan.padded_keys - k_hi], [0, 0]]
+        # (ensure_shape: the padding's sizes are not static, the sums' are)
+        dk_sum = tf.ensure_shape(
+            dk_sum + tf.pad(tf.cast(dk, tf.float32), where), dk_sum.shape)
+        dv_sum = tf.ensure_shape(
+            dv_sum + tf.pad(tf.cast(dv, tf.float32), where), dv_sum.shape)
+        return i + 1, dqs.write(i, dq), dk_sum, dv_sum
 
     dqs = tf.TensorArray(q.dtype, size=plan.nq, infer_shape=False)
-    _, dqs = tf.while_loop(lambda i, *_: i < plan.nq, query_body,
-                           (tf.constant(0), dqs),
-                           parallel_iterations=_PARALLEL_ITERATIONS)
-    dks = tf.TensorArray(k.dtype, size=plan.nk, infer_shape=False)
-    dvs = tf.TensorArray(v.dtype, size=plan.nk, infer_shape=False)
-    _, dks, dvs = tf.while_loop(lambda j, *_: j < plan.nk, key_body,
-                                (tf.constant(0), dks, dvs),
-                                parallel_iterations=_PARALLEL_ITERATIONS)
-    return _join(dqs, 4), _join(dks, 4), _join(dvs, 4)
+    dk_sum = tf.zeros(tf.shape(k), tf.float32)
+    dv_sum = tf.zeros(tf.shape(v), tf.float32)
+    _, dqs, dk_sum, dv_sum = tf.while_loop(
+        lambda i, *_: i < plan.nq, body,
+        (tf.constant(0), dqs, dk_sum, dv_sum),
+        parallel_iterations=_PARALLEL_ITERATIONS)
+    return (_join(dqs, 4), tf.cast(dk_sum, k.dtype),
+            tf.cast(dv_sum, v.dtype))
 
 
 def blockwise_attention(query, key, value, *, key_valid, query_valid,
