@@ -25,18 +25,19 @@ from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
 from keras_attention.ops.masking import check_mask_shape
 
-# A block's scores, (B, N, b, S) float32, are kept near this many bytes.
-_BLOCK_BYTES = 64 * 2**20
+# A block's scores, (B, N, b, S) float32, are kept near this many bytes
+# (at T = 8,192, 256 and 512 rows ran as fast; 64 rows 1.3x slower).
+_BLOCK_BYTES = 128 * 2**20
 _MIN_BLOCK, _MAX_BLOCK = 16, 512
 
 
 def default_block_size(batch, heads, key_length, query_length=None):
     """Query rows per block: a power of two in [16, 512] whose float32
-    scores `(batch, heads, rows, key_length)` take about 64 MiB (128 when a
+    scores `(batch, heads, rows, key_length)` take about 128 MiB (128 rows when a
     size is not known), and never more than `query_length` when known.
 
     >>> default_block_size(1, 8, 8192), default_block_size(1, 8, 65536)
-    (256, 32)
+    (512, 64)
     >>> default_block_size(16, 8, 256, query_length=256)
     256
     """
@@ -83,7 +84,7 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
         query_offset: an int >= 0 (or an int tensor).
         scale: the logits' factor; defaults to `1 / sqrt(H)`.
         block_size: query (and key) rows per block on TensorFlow; by
-            default about 64 MiB of float32 scores per block
+            default about 128 MiB of float32 scores per block
             (`default_block_size`).
 
     On TensorFlow outside XLA, the blocks; elsewhere the backend's fused

@@ -330,11 +330,11 @@ def test_mismatched_heads_are_refused():
         blockwise_attention(q, k[:, :, :2], v)
 
 
-def test_default_block_size_keeps_a_block_near_64_mib():
-    assert default_block_size(1, 8, 8192) == 256
-    assert default_block_size(1, 8, 65536) == 32
-    assert default_block_size(8, 8, 128) == 512
-    assert default_block_size(64, 8, 128) == 256
+def test_default_block_size_keeps_a_block_near_128_mib():
+    assert default_block_size(1, 8, 8192) == 512
+    assert default_block_size(1, 8, 65536) == 64
+    assert default_block_size(16, 8, 128) == 512
+    assert default_block_size(128, 8, 128) == 256
     assert default_block_size(1, 64, 2**20) == 16
     assert default_block_size(None, 8, 128) == 128
     assert default_block_size(None, 8, 128, query_length=5) == 5
