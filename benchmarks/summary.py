@@ -184,6 +184,39 @@ def _serving(record):
     return lines
 
 
+def _gib(value):
+    return "–" if value is None else f"{value / 2**30:.2f}"
+
+
+def _long(record):
+    """benchmarks/long_attention.py: a row per (layer, length), then the
+    interleaved comparison's ratios."""
+    lines = ["fwd+bwd of causal self-attention, B=1, 8 heads of 64, D=512, "
+             "float32; each (layer, length) in a fresh process: peak RSS "
+             "growth over the step and TensorFlow's allocator peak; step "
+             "time after one warm-up step.", "",
+             "| T | layer | step ms | peak RSS growth GiB | allocator peak "
+             "GiB |", "|---|---|---|---|---|"]
+    for row in record["rows"]:
+        if "failed" in row:
+            lines.append(f"| {row['length']:,} | {row['candidate']} | "
+                         f"{row['failed']} | {_gib(row.get('rss_bytes'))} "
+                         "| |")
+        else:
+            lines.append(f"| {row['length']:,} | {row['candidate']} | "
+                         f"{row['median_ms']:,.0f} | "
+                         f"{_gib(row['rss_bytes'])} | "
+                         f"{_gib(row.get('tensor_bytes'))} |")
+    comparison = record["comparison"]
+    timing = comparison["timing"]
+    lines += ["", f"Interleaved at T = {comparison['length']:,}: " + ", ".join(
+        f"{name} {value['median_ms']:,.0f} ms" for name, value in
+        timing.items()) + f"; ours / ours dense "
+        f"{comparison['ours_vs_dense']:.2f}× (target ≥ 2×), ours / keras "
+        f"{comparison['ours_vs_keras']:.2f}× (target ≥ 8×)."]
+    return lines
+
+
 def _generic(record):
     rows = record["rows"]
     if not rows:
@@ -215,6 +248,8 @@ def render(record):
         lines += _layers(record)
     elif "section" in first and "gflop_per_s" in first:
         lines += _scaling(record)
+    elif record["benchmark"].startswith("long_attention"):
+        lines += _long(record)
     elif "concurrency" in first and "model" in first:
         lines += _serving(record)
     elif "ours_ms" in first:

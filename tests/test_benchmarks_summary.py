@@ -208,3 +208,23 @@ def test_main_leaves_out_quick_runs(monkeypatch, tmp_path):
     text = (tmp_path / "RESULTS.md").read_text()
     assert "## local_scaling (`results/local_scaling.json`)" in text
     assert "quick" not in text
+
+
+def test_render_long_attention(monkeypatch):
+    rows = [{"candidate": "ours", "length": 16384, "rss_bytes": 2**30,
+             "tensor_bytes": 2**29, "first_ms": 13000.0,
+             **_timing(12500.0, 12500.0, 12500.0, runs=1)},
+            {"candidate": "keras", "length": 16384,
+             "failed": "over the 14 GiB cap", "rss_bytes": 15 * 2**30}]
+    record = _record("long_attention", rows, comparison={
+        "length": 8192, "timing": {"ours": _timing(2000.0, 1, 3),
+                                   "ours dense": _timing(5000.0, 1, 3),
+                                   "keras": _timing(9000.0, 1, 3)},
+        "ours_vs_dense": 2.5, "ours_vs_keras": 4.5})
+    lines = _summary(monkeypatch).render(record)
+    assert "| 16,384 | ours | 12,500 | 1.00 | 0.50 |" in lines
+    assert "| 16,384 | keras | over the 14 GiB cap | 15.00 | |" in lines
+    assert lines[-2] == (
+        "Interleaved at T = 8,192: ours 2,000 ms, ours dense 5,000 ms, "
+        "keras 9,000 ms; ours / ours dense 2.50× (target ≥ 2×), ours / "
+        "keras 4.50× (target ≥ 8×).")
