@@ -269,14 +269,6 @@ def product_flops(step):
     return sum(_product_flops(op) for op in needed if op.type in PRODUCTS)
 
 
-def _status_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def measure_memory(section, variant, length, max_relative_position):
     """In a fresh process: the step's peak tensor and RSS growth, bytes;
     `tensor` is None where TensorFlow's CPU allocator keeps no
@@ -287,7 +279,7 @@ def measure_memory(section, variant, length, max_relative_position):
     step, run = fwd_bwd(layer, x, kwargs)
     step.get_concrete_function()  # trace, but run nothing yet
     gc.collect()
-    rss_before = _status_kib("VmRSS")
+    rss_before = harness.status_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets VmHWM to the current RSS
     run()  # warm-up: optimise the graph, first run
@@ -301,7 +293,7 @@ def measure_memory(section, variant, length, max_relative_position):
         run()
         tensor = tf.config.experimental.get_memory_info("CPU:0")["peak"] - (
             before)
-    rss_peak = _status_kib("VmHWM")
+    rss_peak = harness.status_kib("VmHWM")
     return {"tensor": tensor, "rss": (rss_peak - rss_before) * 1024}
 
 

@@ -153,6 +153,15 @@ def matmul_rate(dtype="float32", size=1024, repeats=20):
     return 2 * size**3 / (timing["median_ms"] * 1e-3) / 1e9
 
 
+def status_kib(field, pid="self"):
+    """A `/proc/PID/status` field in KiB (`VmRSS`, `VmHWM`): Linux only."""
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
 def add_results_arguments(parser, default_name):
     """`--results-dir` and `--results-name` on a script's parser, for
     `write_results(args.results_name, ..., directory=args.results_dir)`."""

@@ -78,14 +78,6 @@ def build(candidate, length):
     return step, lambda: [g.numpy() for g in step()]
 
 
-def _status_kib(field):
-    with open("/proc/self/status") as status:
-        for line in status:
-            if line.startswith(field + ":"):
-                return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/self/status")
-
-
 def worker(candidate, length, repeats):
     """One fresh process: memory of the first step, then timed steps."""
     import tensorflow as tf
@@ -93,7 +85,7 @@ def worker(candidate, length, repeats):
     step, run = build(candidate, length)
     step.get_concrete_function()  # trace, but run nothing yet
     gc.collect()
-    rss_before = _status_kib("VmRSS")
+    rss_before = harness.status_kib("VmRSS")
     with open("/proc/self/clear_refs", "w") as clear_refs:
         clear_refs.write("5")  # resets VmHWM to the current RSS
     try:
@@ -106,7 +98,7 @@ def worker(candidate, length, repeats):
     first = time.perf_counter() - started
     tensor = (tf.config.experimental.get_memory_info("CPU:0")["peak"]
               if stats else None)
-    rss = (_status_kib("VmHWM") - rss_before) * 1024
+    rss = (harness.status_kib("VmHWM") - rss_before) * 1024
     seconds = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -126,11 +118,9 @@ def run_worker(candidate, length, repeats, cap_bytes):
     peak = 0
     while process.poll() is None:
         try:
-            with open(f"/proc/{process.pid}/status") as status:
-                rss = next(int(line.split()[1]) * 1024 for line in status
-                           if line.startswith("VmRSS:"))
-        except (FileNotFoundError, StopIteration, ProcessLookupError):
-            rss = 0
+            rss = harness.status_kib("VmRSS", process.pid) * 1024
+        except (FileNotFoundError, ProcessLookupError, RuntimeError):
+            rss = 0  # exiting
         peak = max(peak, rss)
         if rss > cap_bytes:
             process.kill()

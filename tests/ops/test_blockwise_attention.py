@@ -26,9 +26,10 @@ from tests.backend import tensorflow_only
 B, T, S, N, H, D = 2, 13, 11, 3, 4, 5
 
 
-def reference(q, k, v, allowed, scale):
-    """Softmax attention in float64; a row with nothing allowed is 0."""
-    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+def reference_weights(q, k, allowed, scale):
+    """Softmax weights `(B, N, T, S)` in float64; a row with nothing
+    allowed is 0."""
+    q, k = (np.asarray(x, np.float64) for x in (q, k))
     # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
     logits = np.einsum("btnh,bsnh->bnts", q, k) * scale
     allowed = np.broadcast_to(allowed, logits.shape)
@@ -37,9 +38,14 @@ def reference(q, k, v, allowed, scale):
     peak = np.where(np.isfinite(peak), peak, 0.0)
     weights = np.exp(logits - peak)
     total = weights.sum(-1, keepdims=True)
-    weights = weights / np.where(total > 0, total, 1.0)
+    return weights / np.where(total > 0, total, 1.0)
+
+
+def reference(q, k, v, allowed, scale):
+    """Softmax attention in float64."""
+    weights = reference_weights(q, k, allowed, scale)
     # (B, N, T, S) x (B, S, N, D) -> (B, T, N, D)
-    return np.einsum("bnts,bsnd->btnd", weights, v)
+    return np.einsum("bnts,bsnd->btnd", weights, np.asarray(v, np.float64))
 
 
 def inputs(seed=0, query_length=T, key_length=S):
@@ -115,17 +121,10 @@ def test_equals_softmax_attention_outputs_and_gradients(name, block_size):
         assert_allclose(g, w, atol=1e-5, err_msg=name_)
 
 
-def _reference_gradients(q, k, v, allowed, scale, probe, step=None):
+def _reference_gradients(q, k, v, allowed, scale, probe):
     """Analytic gradients of sum(probe * attention) in float64."""
+    p = reference_weights(q, k, allowed, scale)
     q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
-    logits = np.einsum("btnh,bsnh->bnts", q, k) * scale
-    allowed = np.broadcast_to(allowed, logits.shape)
-    logits = np.where(allowed, logits, -np.inf)
-    peak = np.max(logits, axis=-1, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    weights = np.exp(logits - peak)
-    total = weights.sum(-1, keepdims=True)
-    p = weights / np.where(total > 0, total, 1.0)
     # out[b,t,n,d] = sum_s p[b,n,t,s] v[b,s,n,d]
     dv = np.einsum("bnts,btnd->bsnd", p, probe)
     dp = np.einsum("btnd,bsnd->bnts", probe, v)
