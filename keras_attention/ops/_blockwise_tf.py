@@ -86,24 +86,6 @@ class _Plan:
         hi = tf.maximum(hi, lo)
         return lo, hi
 
-    def query_range(self, first_key, last_key):
-        """Queries `[lo, hi)` that may see keys `first..last`, rounded out
-        to whole query blocks."""
-        lo = tf.constant(0, tf.int32)
-        hi = tf.cast(self.padded_queries, tf.int32)
-        if self.causal:
-            # Query position p sees key k when p + offset >= k.
-            lo = tf.maximum(lo, (first_key - self.offset) // self.bq * self.bq)
-        if self.window is not None:
-            hi = tf.minimum(hi, ((last_key + self.window - self.offset)
-                                 // self.bq + 1) * self.bq)
-            if not self.causal:
-                lo = tf.maximum(lo, (first_key - self.window - self.offset)
-                                // self.bq * self.bq)
-        lo = tf.clip_by_value(lo, 0, self.padded_queries)
-        hi = tf.clip_by_value(hi, lo, self.padded_queries)
-        return lo, hi
-
     def bias(self, q_lo, q_hi, k_lo, k_hi):
         """The float32 logit bias of queries `[q_lo, q_hi)` and keys
         `[k_lo, k_hi)`, broadcastable to `(B, N, q, k)`: 0 where the query
