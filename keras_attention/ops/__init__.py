@@ -29,6 +29,9 @@ from keras_attention.ops.masking import implicit_mask
 from keras_attention.ops.masking import merge_checked_masks
 from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import resolve_attention_mask
+from keras_attention.ops.positions import alibi_bias
+from keras_attention.ops.positions import alibi_slopes
+from keras_attention.ops.positions import rotary_embedding
 from keras_attention.ops.positions import sinusoid_table
 from keras_attention.ops.relative import relative_logits_gather
 from keras_attention.ops.relative import relative_logits_skew
@@ -37,6 +40,8 @@ from keras_attention.ops.relative import relative_values_gather
 from keras_attention.ops.relative import relative_values_skew
 
 __all__ = [
+    "alibi_bias",
+    "alibi_slopes",
     "blocked_validity",
     "blockwise_attention",
     "blocks_needed",
@@ -65,6 +70,7 @@ __all__ = [
     "relative_positions",
     "relative_values_gather",
     "relative_values_skew",
+    "rotary_embedding",
     "scaled_dot_product_scores",
     "fused_attention",
     "sinusoid_table",

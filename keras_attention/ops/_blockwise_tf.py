@@ -49,7 +49,8 @@ class _Plan:
     query length `Tq = nq * bq` and key length `Tk = nk * bk`."""
 
     def __init__(self, *, query_length, key_length, block_size, causal,
-                 window, query_offset, key_valid, query_valid, mask):
+                 window, query_offset, key_valid, query_valid, mask,
+                 alibi_slopes=None):
         self.bq = self.bk = block_size
         self.nq = _ceil_div(query_length, block_size)
         self.nk = _ceil_div(key_length, block_size)
@@ -68,6 +69,11 @@ class _Plan:
         self.mask = None if mask is None else _pad_to(
             _pad_to(mask, 2, self.padded_queries, False), 3,
             self.padded_keys, False)
+        # (1, N, 1, 1) ALiBi slopes, or None
+        self.slopes = None if alibi_slopes is None else tf.reshape(
+            tf.cast(alibi_slopes, tf.float32), (1, -1, 1, 1))
+        # (B|1, N|1, Tq, Tk) float32 additive bias, set by the caller
+        self.dense_bias = None
 
     def key_range(self, first_query, last_query):
         """Keys `[lo, hi)` that queries `first..last` (positions plus the
@@ -93,11 +99,16 @@ class _Plan:
         in it (its rows are zeroed on the output, a small tensor)."""
         # (B, k) -> (B, 1, 1, k)
         bias = self.key_bias[:, None, None, k_lo:k_hi]
-        if self.causal or self.window is not None:
+        if self.causal or self.window is not None or self.slopes is not None:
             queries = tf.range(q_lo, q_hi) + self.offset  # (q,)
             keys = tf.range(k_lo, k_hi)  # (k,)
             # (q, 1) - (1, k) -> (q, k)
             distance = queries[:, None] - keys[None, :]
+        if self.slopes is not None:
+            # (1, N, 1, 1) * (q, k) -> (1, N, q, k): -slope |i - j|
+            bias = bias + self.slopes * tf.cast(-tf.abs(distance),
+                                                tf.float32)
+        if self.causal or self.window is not None:
             allowed = tf.ones_like(distance, tf.bool)
             if self.causal:
                 allowed = distance >= 0
@@ -108,6 +119,8 @@ class _Plan:
         if self.mask is not None:
             bias = bias + tf.where(self.mask[:, :, q_lo:q_hi, k_lo:k_hi],
                                    0.0, -math.inf)
+        if self.dense_bias is not None:
+            bias = bias + self.dense_bias[:, :, q_lo:q_hi, k_lo:k_hi]
         return bias
 
 
@@ -198,12 +211,21 @@ def _backward(plan, q, k, v, out, lse, grad):
         # dS = P (dP - D)
         return weights * (dweights - dots[:, :, q_lo:q_hi, None])
 
-    def body(i, dqs, dk_sum, dv_sum):
+    def body(i, dqs, dk_sum, dv_sum, dbiases):
         q_lo = i * plan.bq
         q_hi = q_lo + plan.bq
         k_lo, k_hi = plan.key_range(q_lo, q_hi - 1)
         weights = probabilities(q_lo, q_hi, k_lo, k_hi)
         dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi)
+        if plan.dense_bias is not None:
+            # The bias's gradient is the logits': summed over the axes it
+            # broadcasts, zero for the keys the block skips.
+            axes = [axis for axis in (0, 1)
+                    if plan.dense_bias.shape[axis] == 1]
+            dbias = tf.reduce_sum(dlogits, axis=axes, keepdims=True)
+            dbiases = dbiases.write(i, tf.pad(
+                dbias, [[0, 0], [0, 0], [0, 0],
+                        [k_lo, plan.padded_keys - k_hi]]))
         # (B, N, q, k) x (B, N, k, H) -> (B, N, q, H)
         dq = tf.einsum("bnqk,bnkh->bnqh", tf.cast(dlogits, k.dtype),
                        k[:, :, k_lo:k_hi])
@@ -223,22 +245,26 @@ def _backward(plan, q, k, v, out, lse, grad):
             dk_sum + tf.pad(tf.cast(dk, tf.float32), where), dk_sum.shape)
         dv_sum = tf.ensure_shape(
             dv_sum + tf.pad(tf.cast(dv, tf.float32), where), dv_sum.shape)
-        return i + 1, dqs.write(i, dq), dk_sum, dv_sum
+        return i + 1, dqs.write(i, dq), dk_sum, dv_sum, dbiases
 
     dqs = tf.TensorArray(q.dtype, size=plan.nq, infer_shape=False)
     dk_sum = tf.zeros(tf.shape(k), tf.float32)
     dv_sum = tf.zeros(tf.shape(v), tf.float32)
-    _, dqs, dk_sum, dv_sum = tf.while_loop(
+    # (a size-1 array, never written, without a bias)
+    dbiases = tf.TensorArray(tf.float32, infer_shape=False,
+                             size=1 if plan.dense_bias is None else plan.nq)
+    _, dqs, dk_sum, dv_sum, dbiases = tf.while_loop(
         lambda i, *_: i < plan.nq, body,
-        (tf.constant(0), dqs, dk_sum, dv_sum),
+        (tf.constant(0), dqs, dk_sum, dv_sum, dbiases),
         parallel_iterations=_PARALLEL_ITERATIONS)
+    dbias = None if plan.dense_bias is None else _join(dbiases, 4)
     return (_join(dqs, 4), tf.cast(dk_sum, k.dtype),
-            tf.cast(dv_sum, v.dtype))
+            tf.cast(dv_sum, v.dtype), dbias)
 
 
 def blockwise_attention(query, key, value, *, key_valid, query_valid,
                         mask, causal, window, query_offset, scale,
-                        block_size):
+                        block_size, bias=None, alibi_slopes=None):
     """Exact attention over blocks; see `keras_attention.ops.blockwise`.
 
     Args:
@@ -247,22 +273,31 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
         mask: `(B|1, N|1, T, S)` bool or None.
         causal, window, query_offset, scale, block_size: as checked by
             the public op.
+        bias: `(B|1, N|1, T, S)` float additive logit bias (with a
+            gradient), or None.
+        alibi_slopes: `(N,)` constant ALiBi slopes, or None.
 
     Returns:
         `(B, T, N, D)` in the value's dtype.
     """
     query_length = tf.shape(query)[1]
-    plan = _Plan(query_length=query_length, key_length=tf.shape(key)[1],
+    key_length = tf.shape(key)[1]
+    plan = _Plan(query_length=query_length, key_length=key_length,
                  block_size=block_size, causal=causal, window=window,
                  query_offset=query_offset, key_valid=key_valid,
-                 query_valid=query_valid, mask=mask)
+                 query_valid=query_valid, mask=mask,
+                 alibi_slopes=alibi_slopes)
 
-    @tf.custom_gradient
-    def attend(q, k, v):
+    def attend(q, k, v, *dense_bias):
         # (B, T, N, H) -> (B, N, T, H), padded to whole blocks
         q = _pad_to(tf.transpose(q, (0, 2, 1, 3)), 2, plan.padded_queries, 0)
         k = _pad_to(tf.transpose(k, (0, 2, 1, 3)), 2, plan.padded_keys, 0)
         v = _pad_to(tf.transpose(v, (0, 2, 1, 3)), 2, plan.padded_keys, 0)
+        if dense_bias:
+            # (B|1, N|1, T, S) float32, padded to whole blocks
+            plan.dense_bias = _pad_to(_pad_to(
+                tf.cast(dense_bias[0], tf.float32), 2, plan.padded_queries,
+                0.0), 3, plan.padded_keys, 0.0)
         # The scale applied once to the queries, not to every score block.
         q = q * tf.cast(scale, q.dtype)
         out, lse = _forward(plan, q, k, v)
@@ -271,15 +306,19 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
             # (B, T, N, D) -> (B, N, Tq, D)
             grad = _pad_to(tf.transpose(grad, (0, 2, 1, 3)), 2,
                            plan.padded_queries, 0)
-            dq, dk, dv = _backward(plan, q, k, v, out, lse, grad)
+            dq, dk, dv, dbias = _backward(plan, q, k, v, out, lse, grad)
             # d/dq of (scale q) k = scale dS k; dK = dS^T (scale q) already
             dq = dq * tf.cast(scale, dq.dtype)
             # (B, N, T, .) -> (B, T, N, .), the block padding removed
-            return (tf.transpose(dq, (0, 2, 1, 3))[:, :query_length],
-                    tf.transpose(dk, (0, 2, 1, 3))[:, :key_length],
-                    tf.transpose(dv, (0, 2, 1, 3))[:, :key_length])
+            grads = (tf.transpose(dq, (0, 2, 1, 3))[:, :query_length],
+                     tf.transpose(dk, (0, 2, 1, 3))[:, :key_length],
+                     tf.transpose(dv, (0, 2, 1, 3))[:, :key_length])
+            if dense_bias:
+                grads += (tf.cast(dbias[:, :, :query_length, :key_length],
+                                  dense_bias[0].dtype),)
+            return grads
 
         return tf.transpose(out, (0, 2, 1, 3))[:, :query_length], gradient
 
-    key_length = tf.shape(key)[1]
-    return attend(query, key, value)
+    inputs = (query, key, value) + (() if bias is None else (bias,))
+    return tf.custom_gradient(attend)(*inputs)

@@ -58,7 +58,10 @@ def scaled_dot_product_scores(query, key, scale=None):
 
     Args:
         query: `(B, T, N, H)`.
-        key: `(B, S, N, H)`.
+        key: `(B, S, K, H)`, `K` dividing `N`: with fewer key heads than
+            query heads (grouped-query attention), query head `n` meets
+            key head `n // (N / K)`, as `keras.layers.GroupQueryAttention`
+            pairs them.
         scale: a float; defaults to `1 / sqrt(H)`.
 
     Returns:
@@ -73,21 +76,44 @@ def scaled_dot_product_scores(query, key, scale=None):
     if "float16" in (ops.dtype(query), ops.dtype(key)):
         query, key = ops.cast(query, "float32"), ops.cast(key, "float32")
     query = ops.multiply(query, ops.cast(scale, ops.dtype(query)))
-    # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
-    return ops.cast(ops.einsum("btnh,bsnh->bnts", query, key), "float32")
+    groups = _groups(query, key)
+    if groups == 1:
+        # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
+        return ops.cast(ops.einsum("btnh,bsnh->bnts", query, key), "float32")
+    batch, length, heads, size = ops.shape(query)
+    # (B, T, N, H) -> (B, T, K, G, H), query head n = k * G + g
+    query = ops.reshape(query, (batch, length, heads // groups, groups, size))
+    # (B, T, K, G, H) x (B, S, K, H) -> (B, K, G, T, S) -> (B, N, T, S)
+    scores = ops.einsum("btkgh,bskh->bkgts", query, key)
+    scores = ops.reshape(scores, (batch, heads, length, ops.shape(key)[1]))
+    return ops.cast(scores, "float32")
 
 
-def fused_attention(query, key, value, mask=None, scale=None):
-    """`weighted_sum(masked_softmax(scaled_dot_product_scores(q, k), mask),
-    v)` in one `keras.ops.dot_product_attention` call (the backend's fused
-    kernel where it has one: cuDNN or flash attention on GPUs).
+def _groups(query, key):
+    """Query heads per key head, `N / K`, checked."""
+    heads, key_heads = query.shape[2], key.shape[2]
+    if heads is None or key_heads is None or heads == key_heads:
+        return 1
+    if heads % key_heads:
+        raise ValueError(
+            f"The key and value heads must divide the {heads} query heads, "
+            f"received: key.shape={tuple(key.shape)}")
+    return heads // key_heads
+
+
+def fused_attention(query, key, value, mask=None, scale=None, bias=None):
+    """`weighted_sum(masked_softmax(scaled_dot_product_scores(q, k) + bias,
+    mask), v)` in one `keras.ops.dot_product_attention` call (the backend's
+    fused kernel where it has one: cuDNN or flash attention on GPUs).
 
     Args:
         query: `(B, T, N, H)`.
-        key: `(B, S, N, H)`.
-        value: `(B, S, N, H)`.
+        key: `(B, S, K, H)`, `K` dividing `N` (grouped-query attention).
+        value: `(B, S, K, H)`.
         mask: boolean, broadcastable to `(B, N, T, S)`, or `None`.
         scale: a float; defaults to `1 / sqrt(H)`.
+        bias: float, broadcastable to `(B, N, T, S)`, added to the scaled
+            logits, or `None`.
 
     Returns:
         `(B, T, N, H)` in the query's dtype. A query row whose keys are all
@@ -97,14 +123,28 @@ def fused_attention(query, key, value, mask=None, scale=None):
         scale = 1.0 / math.sqrt(query.shape[-1])
     if mask is not None:
         mask = ops.cast(mask, "bool")
-    context = ops.dot_product_attention(query, key, value, mask=mask,
-                                        scale=scale)
-    if mask is None:
+    if bias is not None:
+        bias = ops.cast(bias, query.dtype)
+    allowed = mask
+    if bias is not None and mask is not None:
+        # PyTorch's kernel takes one of them: the mask folded into the
+        # bias as a large finite negative (a row with no key is uniform
+        # there and zeroed below, never NaN).
+        blocked = -0.5 * _finite_max(ops.dtype(query))
+        bias, mask = ops.where(mask, bias, ops.cast(blocked, bias.dtype)), None
+    context = ops.dot_product_attention(query, key, value, bias=bias,
+                                        mask=mask, scale=scale)
+    if allowed is None:
         return context
     # (B|1, N|1, T, S) -> (B|1, T, N|1, 1): rows with a key to attend
-    attends = ops.transpose(ops.any(mask, axis=-1, keepdims=True),
+    attends = ops.transpose(ops.any(allowed, axis=-1, keepdims=True),
                             (0, 2, 1, 3))
     return context * ops.cast(attends, context.dtype)
+
+
+def _finite_max(dtype):
+    """The largest finite value of a float dtype name."""
+    return {"float16": 65504.0, "bfloat16": 3.38e38}.get(dtype, 3.4e38)
 
 
 def weighted_sum(weights, value):
@@ -112,13 +152,24 @@ def weighted_sum(weights, value):
 
     Args:
         weights: `(B, N, T, S)`.
-        value: `(B, S, N, D)`.
+        value: `(B, S, K, D)`, `K` dividing `N` (grouped-query attention;
+            head `n` reads value head `n // (N / K)`).
 
     Returns:
         `(B, T, N, D)`.
     """
-    # (B, N, T, S) x (B, S, N, D) -> (B, T, N, D)
-    return ops.einsum("bnts,bsnd->btnd", weights, value)
+    heads, value_heads = weights.shape[1], value.shape[2]
+    if heads is None or value_heads is None or heads == value_heads:
+        # (B, N, T, S) x (B, S, N, D) -> (B, T, N, D)
+        return ops.einsum("bnts,bsnd->btnd", weights, value)
+    groups = heads // value_heads
+    batch, _, length, key_length = ops.shape(weights)
+    # (B, N, T, S) -> (B, K, G, T, S)
+    weights = ops.reshape(
+        weights, (batch, value_heads, groups, length, key_length))
+    # (B, K, G, T, S) x (B, S, K, D) -> (B, T, K, G, D) -> (B, T, N, D)
+    context = ops.einsum("bkgts,bskd->btkgd", weights, value)
+    return ops.reshape(context, (batch, length, heads, value.shape[-1]))
 
 
 def head_diversity_penalty(weights, padding_mask=None):

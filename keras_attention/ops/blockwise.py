@@ -24,6 +24,7 @@ from keras_attention.ops.attention import masked_softmax
 from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
 from keras_attention.ops.masking import check_mask_shape
+from keras_attention.ops.positions import alibi_bias
 
 # A block's scores, (B, N, b, S) float32, are kept near this many bytes
 # (at T = 8,192, 256 and 512 rows ran as fast; 64 rows 1.3x slower).
@@ -60,7 +61,7 @@ def default_block_size(batch, heads, key_length, query_length=None):
 def blockwise_attention(query, key, value, *, key_padding_mask=None,
                         query_padding_mask=None, mask=None, causal=False,
                         window=None, query_offset=0, scale=None,
-                        block_size=None):
+                        block_size=None, bias=None, alibi_slopes=None):
     """Softmax attention, exact, in memory linear in the length.
 
     The masks are given as what they are, never expanded to `(T, S)`:
@@ -71,10 +72,15 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     <= window` if a window is given, and `mask` allows it. A query with no
     key to attend (or itself padding) gets a zero output, never NaN.
 
+    Logit biases are given as what they are too: ALiBi's per-head slopes
+    (the bias `-slope · |i + query_offset - j|` is made block by block),
+    and a dense additive `bias` only when the caller has one.
+
     Args:
         query: `(B, T, N, H)`.
-        key: `(B, S, N, H)`.
-        value: `(B, S, N, D)`.
+        key: `(B, S, K, H)`, `K` dividing `N`: grouped-query attention
+            (query head `n` meets key and value head `n // (N / K)`).
+        value: `(B, S, K, D)`.
         key_padding_mask: `(B, S)` bool, True for real keys, or None.
         query_padding_mask: `(B, T)` bool, True for real queries, or None.
         mask: `(B|1, N|1, T, S)` bool, True where a query may attend a
@@ -86,6 +92,10 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
         block_size: query (and key) rows per block on TensorFlow; by
             default about 128 MiB of float32 scores per block
             (`default_block_size`).
+        bias: `(B|1, N|1, T, S)` float added to the scaled logits (and
+            differentiated), or None.
+        alibi_slopes: `N` floats (e.g. `ops.alibi_slopes(N)`), constants
+            (no gradient): adds `ops.alibi_bias`, or None.
 
     On TensorFlow outside XLA, the blocks; elsewhere the backend's fused
     attention with the mask expanded (see the module's docstring).
@@ -117,10 +127,13 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     _validation.same_length(key.shape, value.shape)
     _validation.same_dim("key", key.shape, -1, key_dim, "the query's dim")
     for name, tensor in (("key", key), ("value", value)):
-        if None not in (tensor.shape[2], heads) and tensor.shape[2] != heads:
+        if None not in (tensor.shape[2], heads) and (
+                heads % tensor.shape[2]
+                or tensor.shape[2] != key.shape[2]):
             raise ValueError(
-                f"`{name}` must have the query's {heads} heads in axis 2, "
-                f"received: {name}.shape={tuple(tensor.shape)}")
+                f"`{name}` must have a number of heads in axis 2 that "
+                f"divides the query's {heads} (the key's and the value's "
+                f"the same), received: {name}.shape={tuple(tensor.shape)}")
     if not isinstance(causal, bool):
         raise ValueError(f"`causal` must be True or False, received: "
                          f"causal={causal!r}")
@@ -141,8 +154,19 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
         "query_padding_mask", query_padding_mask, (batch, query_length),
         "(batch, query_len)")
     if mask is not None:
-        mask = _check_explicit_mask(mask, batch, heads, query_length,
-                                    key_length)
+        mask = _check_explicit_mask("mask", mask, batch, heads,
+                                    query_length, key_length)
+    if bias is not None:
+        bias = _check_explicit_mask("bias", bias, batch, heads,
+                                    query_length, key_length)
+    if alibi_slopes is not None:
+        alibi_slopes = ops.cast(ops.convert_to_tensor(alibi_slopes),
+                                "float32")
+        if tuple(alibi_slopes.shape) != (heads,):
+            raise ValueError(
+                f"`alibi_slopes` must hold one slope per head, shape "
+                f"({heads},), received: alibi_slopes.shape="
+                f"{tuple(alibi_slopes.shape)}")
 
     dtype = ops.dtype(value)
     if "float16" in (ops.dtype(query), ops.dtype(key), dtype):
@@ -159,23 +183,36 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
         query_valid = (ops.ones((qshape[0], qshape[1]), "bool")
                        if query_padding_mask is None
                        else ops.cast(query_padding_mask, "bool"))
+        groups = heads // key.shape[2] if None not in (
+            heads, key.shape[2]) else 1
+        if groups > 1:  # (B, S, K, .) -> (B, S, N, .), head n = k G + g
+            key, value = (ops.repeat(x, groups, axis=2) for x in (key, value))
         output = _blockwise_tf.blockwise_attention(
             query, key, value, key_valid=key_valid, query_valid=query_valid,
             mask=None if mask is None else ops.cast(mask, "bool"),
             causal=causal, window=window, query_offset=query_offset,
-            scale=float(scale), block_size=block_size)
+            scale=float(scale), block_size=block_size, bias=bias,
+            alibi_slopes=alibi_slopes)
     else:
-        dense = dense_mask(ops.shape(query)[1], ops.shape(key)[1],
+        query_length, key_length = ops.shape(query)[1], ops.shape(key)[1]
+        dense = dense_mask(query_length, key_length,
                            key_padding_mask=key_padding_mask,
                            query_padding_mask=query_padding_mask, mask=mask,
                            causal=causal, window=window,
                            query_offset=query_offset)
+        if alibi_slopes is not None:
+            # (N, T, S) -> (1, N, T, S)
+            alibi = alibi_bias(alibi_slopes, query_length, key_length,
+                               query_offset)[None]
+            bias = alibi if bias is None else ops.cast(bias, "float32") + alibi
         if value.shape[-1] == key_dim:
             output = fused_attention(query, key, value, mask=dense,
-                                     scale=scale)
+                                     scale=scale, bias=bias)
         else:  # the fused kernels want one size for keys and values
-            weights = masked_softmax(
-                scaled_dot_product_scores(query, key, scale), dense)
+            scores = scaled_dot_product_scores(query, key, scale)
+            if bias is not None:
+                scores = scores + ops.cast(bias, "float32")
+            weights = masked_softmax(scores, dense)
             output = weighted_sum(ops.cast(weights, value.dtype), value)
     return ops.cast(output, dtype)
 
@@ -226,7 +263,8 @@ def dense_mask(query_length, key_length, *, key_padding_mask=None,
     return allowed
 
 
-def _check_explicit_mask(mask, batch, heads, query_length, key_length):
+def _check_explicit_mask(name, mask, batch, heads, query_length,
+                         key_length):
     if not hasattr(mask, "shape"):
         mask = ops.convert_to_tensor(mask)
     shape = tuple(mask.shape)
@@ -239,7 +277,7 @@ def _check_explicit_mask(mask, batch, heads, query_length, key_length):
             fits(got, want, axis < 2) for axis, (got, want) in enumerate(
                 zip(shape, (batch, heads, query_length, key_length)))):
         raise ValueError(
-            "`mask` must have shape (batch|1, heads|1, query_len, key_len) = "
-            f"{(batch, heads, query_length, key_length)}, received: "
-            f"mask.shape={shape}")
+            f"`{name}` must have shape (batch|1, heads|1, query_len, "
+            f"key_len) = {(batch, heads, query_length, key_length)}, "
+            f"received: {name}.shape={shape}")
     return mask

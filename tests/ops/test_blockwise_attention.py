@@ -26,12 +26,12 @@ from tests.backend import tensorflow_only
 B, T, S, N, H, D = 2, 13, 11, 3, 4, 5
 
 
-def reference_weights(q, k, allowed, scale):
-    """Softmax weights `(B, N, T, S)` in float64; a row with nothing
-    allowed is 0."""
+def reference_weights(q, k, allowed, scale, bias=0.0):
+    """Softmax weights `(B, N, T, S)` in float64 of the logits plus
+    `bias`; a row with nothing allowed is 0."""
     q, k = (np.asarray(x, np.float64) for x in (q, k))
     # (B, T, N, H) x (B, S, N, H) -> (B, N, T, S)
-    logits = np.einsum("btnh,bsnh->bnts", q, k) * scale
+    logits = np.einsum("btnh,bsnh->bnts", q, k) * scale + bias
     allowed = np.broadcast_to(allowed, logits.shape)
     logits = np.where(allowed, logits, -np.inf)
     peak = np.max(logits, axis=-1, keepdims=True)
@@ -41,9 +41,9 @@ def reference_weights(q, k, allowed, scale):
     return weights / np.where(total > 0, total, 1.0)
 
 
-def reference(q, k, v, allowed, scale):
+def reference(q, k, v, allowed, scale, bias=0.0):
     """Softmax attention in float64."""
-    weights = reference_weights(q, k, allowed, scale)
+    weights = reference_weights(q, k, allowed, scale, bias)
     # (B, N, T, S) x (B, S, N, D) -> (B, T, N, D)
     return np.einsum("bnts,bsnd->btnd", weights, np.asarray(v, np.float64))
 
@@ -121,9 +121,11 @@ def test_equals_softmax_attention_outputs_and_gradients(name, block_size):
         assert_allclose(g, w, atol=1e-5, err_msg=name_)
 
 
-def _reference_gradients(q, k, v, allowed, scale, probe):
-    """Analytic gradients of sum(probe * attention) in float64."""
-    p = reference_weights(q, k, allowed, scale)
+def _reference_gradients(q, k, v, allowed, scale, probe, bias=None):
+    """Analytic gradients of sum(probe * attention) in float64; with a
+    `bias`, its gradient `(B, N, T, S)` too."""
+    p = reference_weights(q, k, allowed, scale,
+                          0.0 if bias is None else bias)
     q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
     # out[b,t,n,d] = sum_s p[b,n,t,s] v[b,s,n,d]
     dv = np.einsum("bnts,btnd->bsnd", p, probe)
@@ -131,7 +133,7 @@ def _reference_gradients(q, k, v, allowed, scale, probe):
     ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))
     dq = np.einsum("bnts,bsnh->btnh", ds, k) * scale
     dk = np.einsum("bnts,btnh->bsnh", ds, q) * scale
-    return dq, dk, dv
+    return (dq, dk, dv) if bias is None else (dq, dk, dv, ds)
 
 
 def test_dense_mask_is_the_mask_applied():
@@ -324,9 +326,86 @@ def test_bad_arguments_name_themselves(options, message):
 
 def test_mismatched_heads_are_refused():
     q, k, v = inputs()
-    with pytest.raises(ValueError, match="`key` must have the query's 3 "
-                                         "heads in axis 2"):
+    with pytest.raises(ValueError, match="`key` must have a number of heads "
+                                         "in axis 2 that divides the query's "
+                                         "3"):
         blockwise_attention(q, k[:, :, :2], v)
+    with pytest.raises(ValueError, match=r"`alibi_slopes` must hold one "
+                                         r"slope per head, shape \(3,\)"):
+        blockwise_attention(q, k, v, alibi_slopes=[0.5, 0.25])
+    with pytest.raises(ValueError, match=r"`bias` must have shape"):
+        blockwise_attention(q, k, v, bias=np.zeros((B, N, T, S + 1)))
+
+
+# Biases and grouped heads: the reference adds the bias to the logits and
+# repeats each key/value head for its group of query heads, in NumPy.
+ALIBI = [0.5, 0.25, 0.125]
+BIASES = {
+    "alibi, causal": {"alibi_slopes": ALIBI, "causal": True},
+    "alibi, window 3, offset 2": {"alibi_slopes": ALIBI, "window": 3,
+                                  "query_offset": 2},
+    "bias per head": {"bias": RNG.normal(size=(1, N, T, S))},
+    "bias per sequence, padding": {
+        "bias": RNG.normal(size=(B, 1, T, S)),
+        "key_padding_mask": KEY_PADDING, "query_padding_mask": QUERY_PADDING},
+    "one key head": {"key_heads": 1, "causal": True},
+    "one key head, alibi and bias": {
+        "key_heads": 1, "alibi_slopes": ALIBI,
+        "bias": RNG.normal(size=(B, N, T, S)), "causal": True},
+}
+
+
+def _alibi(slopes, query_length, key_length, query_offset=0):
+    """`-slope |i - j|`, `(1, N, T, S)`, written out in NumPy."""
+    position = np.arange(query_length)[:, None] + query_offset
+    distance = np.abs(position - np.arange(key_length)[None, :])
+    return -np.asarray(slopes)[None, :, None, None] * distance
+
+
+@pytest.mark.parametrize("block_size", [4, 16])
+@pytest.mark.parametrize("name", sorted(BIASES))
+def test_biases_and_grouped_heads_equal_the_reference(name, block_size):
+    options = dict(BIASES[name])
+    key_heads = options.pop("key_heads", N)
+    q, k, v = inputs(seed=3)
+    k, v = k[:, :, :key_heads], v[:, :, :key_heads]
+    bias = options.pop("bias", None)
+    masks = {name: value for name, value in options.items()
+             if name != "alibi_slopes"}
+    allowed = allowed_by(T, S, **masks)
+    total = np.zeros((1, 1, T, S)) if bias is None else bias
+    if "alibi_slopes" in options:
+        total = total + _alibi(options["alibi_slopes"], T, S,
+                               options.get("query_offset", 0))
+    groups = N // key_heads
+    # (B, S, K, .) -> (B, S, N, .): query head n reads head n // groups
+    k_full, v_full = (np.repeat(x, groups, axis=2) for x in (k, v))
+    scale = 1.0 / np.sqrt(H)
+    probe = np.cos(np.arange(B * T * N * D)).reshape(B, T, N, D)
+
+    def loss(q, k, v, *bias):
+        out = blockwise_attention(q, k, v, block_size=block_size,
+                                  bias=bias[0] if bias else None, **options)
+        return ops.sum(out * ops.convert_to_tensor(probe, out.dtype))
+
+    out = blockwise_attention(q, k, v, block_size=block_size, bias=bias,
+                              **options)
+    assert_allclose(out, reference(q, k_full, v_full, allowed, scale, total),
+                    atol=1e-5)
+    arguments = (q, k, v) + (() if bias is None else
+                             (bias.astype("float32"),))
+    got = gradient(loss, *arguments)
+    dq, dk, dv, dbias = _reference_gradients(q, k_full, v_full, allowed,
+                                             scale, probe, total)
+    # a key head's gradient is the sum over its group of query heads
+    dk, dv = (x.reshape(B, S, key_heads, groups, -1).sum(3)
+              for x in (dk, dv))
+    want = (dq, dk, dv)
+    if bias is not None:
+        axes = tuple(axis for axis in (0, 1) if bias.shape[axis] == 1)
+        want += (dbias.sum(axis=axes, keepdims=True),)
+    for name_, g, w in zip(("q", "k", "v", "bias"), got, want):
+        assert_allclose(g, w, atol=1e-5, err_msg=name_)
 
 
 def test_default_block_size_keeps_a_block_near_128_mib():
