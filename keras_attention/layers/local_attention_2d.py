@@ -78,6 +78,9 @@ class LocalAttention2D(MultiHeadSelfAttention):
         ("Local Self-Attention", 2-D case) and figure 2.
     """
 
+    # The local core is its own: no grouped heads, window, RoPE or ALiBi.
+    _takes_position_options = False
+
     def __init__(self, num_heads, key_dim, query_block=(8, 8),
                  memory_flange=(4, 4), masked=True, **kwargs):
         super().__init__(num_heads=num_heads, key_dim=key_dim, **kwargs)

@@ -79,6 +79,9 @@ class LocalSelfAttention(MultiHeadSelfAttention):
         Parmar et al. "Image Transformer", ICML 2018 (local 1-D blocks).
     """
 
+    # The local core is its own: no grouped heads, window, RoPE or ALiBi.
+    _takes_position_options = False
+
     def __init__(self, num_heads, key_dim, window, causal=False,
                  block_size=None, **kwargs):
         super().__init__(num_heads=num_heads, key_dim=key_dim, **kwargs)

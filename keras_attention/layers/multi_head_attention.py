@@ -58,6 +58,26 @@ class MultiHeadAttention(keras.layers.Layer):
         diversity_penalty: float >= 0, the λ above; 0 disables it.
         kernel_initializer, bias_initializer: for the four projections.
         kernel_regularizer, bias_regularizer: for the four projections.
+        num_key_value_heads: int dividing `num_heads`, or None (as many
+            as query heads). Fewer key/value heads than query heads is
+            grouped-query attention (one head: multi-query attention):
+            query head `n` reads key/value head `n // (num_heads /
+            num_key_value_heads)`, as in `keras.layers.GroupQueryAttention`,
+            whose weights this layer then takes; the decoding cache holds
+            `num_key_value_heads` heads.
+        sliding_window: int >= 1 or None: query `i` attends only keys `j`
+            with `|i - j| < sliding_window` (Keras's `sliding_window`; with
+            `use_causal_mask`, the last `sliding_window` positions). The
+            block-wise core skips the keys outside it.
+        rope_max_wavelength: float or None: rotary position embeddings
+            (RoPE; `keras_attention.ops.rotary_embedding`) applied to the
+            projected queries and keys at their positions (the cache's
+            when decoding); None for none. 10000 is the paper's.
+        rope_scaling_factor: float > 0, positions divided by it (RoPE).
+        alibi_bias_max: number or None: ALiBi, the bias `-slope_n |i - j|`
+            added to head `n`'s logits, slopes `ops.alibi_slopes(num_heads,
+            alibi_bias_max)` (8 in the paper); None for none. Never a
+            `(T, S)` tensor in the block-wise core.
         attention_impl: how the core is computed. `"dense"` computes the
             `(B, N, T, S)` weights. `"blockwise"` is
             `keras_attention.ops.blockwise_attention`: on TensorFlow, exact
@@ -93,7 +113,12 @@ class MultiHeadAttention(keras.layers.Layer):
             without it, the cache is attended as it is and `key`/`value` are
             ignored and may be left out (cross-attention with keys computed
             once).
-        cache_update_index: int or scalar tensor, see `cache`.
+        cache_update_index: int or scalar tensor, see `cache`; also the
+            position of the first query for the causal mask, the sliding
+            window, RoPE and ALiBi.
+        attention_bias: float `(batch|1, num_heads|1, query_len,
+            key_len)` added to the scaled logits (a learned or computed
+            bias; differentiable in both cores), or None.
         query_mask, value_mask, key_mask: Keras's names (as in
             `keras.layers.MultiHeadAttention`) for `padding_mask` and
             `key_padding_mask`, `(batch, query_len)` and `(batch, key_len)`.
@@ -154,6 +179,11 @@ class MultiHeadAttention(keras.layers.Layer):
         bias_initializer="zeros",
         kernel_regularizer=None,
         bias_regularizer=None,
+        num_key_value_heads=None,
+        sliding_window=None,
+        rope_max_wavelength=None,
+        rope_scaling_factor=1.0,
+        alibi_bias_max=None,
         attention_impl="auto",
         **kwargs,
     ):
@@ -181,7 +211,63 @@ class MultiHeadAttention(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.kernel_regularizer = keras.regularizers.get(kernel_regularizer)
         self.bias_regularizer = keras.regularizers.get(bias_regularizer)
+        self.num_key_value_heads = _validation.optional_positive_int(
+            "num_key_value_heads", num_key_value_heads
+        )
+        if self.num_key_value_heads and num_heads % self.num_key_value_heads:
+            raise ValueError(
+                "`num_key_value_heads` must divide `num_heads` "
+                f"({num_heads}), received: "
+                f"num_key_value_heads={num_key_value_heads!r}"
+            )
+        self.sliding_window = _validation.optional_positive_int(
+            "sliding_window", sliding_window
+        )
+        self.rope_max_wavelength = (
+            None if rope_max_wavelength is None else
+            _validation.positive_float("rope_max_wavelength",
+                                       rope_max_wavelength)
+        )
+        self.rope_scaling_factor = _validation.positive_float(
+            "rope_scaling_factor", rope_scaling_factor
+        )
+        if self.rope_max_wavelength is not None and key_dim % 2:
+            raise ValueError(
+                "Rotary embeddings rotate pairs of features, so `key_dim` "
+                "must be even with `rope_max_wavelength`, received: "
+                f"key_dim={key_dim}"
+            )
+        self.alibi_bias_max = (
+            None if alibi_bias_max is None else
+            _validation.positive_float("alibi_bias_max", alibi_bias_max)
+        )
+        self._check_variants_supported()
         self.supports_masking = True
+
+    # Whether the subclass computes its core with this class's `call`, so
+    # that the options above apply (the local layers have their own).
+    _takes_position_options = True
+
+    def _check_variants_supported(self):
+        if type(self)._takes_position_options:
+            return
+        given = {
+            name: getattr(self, name)
+            for name in ("num_key_value_heads", "sliding_window",
+                         "rope_max_wavelength", "alibi_bias_max")
+            if getattr(self, name) is not None
+        }
+        if given:
+            name, value = next(iter(given.items()))
+            raise ValueError(
+                f"{type(self).__name__} computes its own core and does not "
+                f"take `{name}`, received: {name}={value!r}"
+            )
+
+    @property
+    def key_value_heads(self):
+        """The key/value heads: `num_key_value_heads` or `num_heads`."""
+        return self.num_key_value_heads or self.num_heads
 
     def _projection(self, name, equation, output_shape, bias_axes):
         # EinsumDense computing its product as one 2-D matmul (the weight
@@ -243,12 +329,12 @@ class MultiHeadAttention(keras.layers.Layer):
             shape = tuple(part.shape)
             if len(shape) != 4 or any(
                 got is not None and got != want
-                for got, want in zip(shape[2:], (self.num_heads, size))
+                for got, want in zip(shape[2:], (self.key_value_heads, size))
             ):
                 raise ValueError(
                     f"`cache` must hold {name} of shape (batch, max_len, "
-                    f"num_heads, head_size) = (batch, max_len, "
-                    f"{self.num_heads}, {size}), received: "
+                    f"key_value_heads, head_size) = (batch, max_len, "
+                    f"{self.key_value_heads}, {size}), received: "
                     f"{name}.shape={shape}"
                 )
         if isinstance(cache_update_index, numbers.Integral) and (
@@ -276,12 +362,14 @@ class MultiHeadAttention(keras.layers.Layer):
             "query", "btd,dnh->btnh", (None, heads, self.key_dim), "nh"
         )
         self.query_dense.build(query_shape)
+        # (B, S, D) -> (B, S, K, H), K = key_value_heads
+        key_heads = self.key_value_heads
         self.key_dense = self._projection(
-            "key", "bsd,dnh->bsnh", (None, heads, self.key_dim), "nh"
+            "key", "bsd,dnh->bsnh", (None, key_heads, self.key_dim), "nh"
         )
         self.key_dense.build(key_shape)
         self.value_dense = self._projection(
-            "value", "bsd,dnv->bsnv", (None, heads, value_dim), "nv"
+            "value", "bsd,dnv->bsnv", (None, key_heads, value_dim), "nv"
         )
         self.value_dense.build(value_shape)
         if self.head_merge == "concat":
@@ -302,19 +390,44 @@ class MultiHeadAttention(keras.layers.Layer):
             self.dropout, dtype=self.dtype_policy, name="dropout"
         )
 
-    def compute_key_value(self, value, key=None):
+    def compute_key_value(self, value, key=None, start_index=0):
         """Project keys and values once, e.g. a cross-attention cache.
 
         Args:
             value: `(batch, key_len, value_dim)`.
             key: `(batch, key_len, key_dim)`; defaults to `value`.
+            start_index: the position of the first key (for RoPE).
 
         Returns:
-            `(key (B, S, N, H), value (B, S, N, V))`, usable as `cache`.
+            `(key (B, S, K, H), value (B, S, K, V))`, usable as `cache`
+            (`K` the key/value heads); with RoPE the keys are rotated.
         """
         key = value if key is None else key
         self._check_inputs(None, value.shape, key.shape)
-        return self.key_dense(key), self.value_dense(value)
+        return (self._rotate(self.key_dense(key), start_index),
+                self.value_dense(value))
+
+    def _rotate(self, projected, start_index):
+        """RoPE of projected queries or keys `(B, L, ., H)` whose first
+        position is `start_index`; unchanged without RoPE."""
+        if self.rope_max_wavelength is None:
+            return projected
+        positions = ops.arange(ops.shape(projected)[1], dtype="int32")
+        positions = positions + ops.cast(start_index, "int32")  # (L,)
+        return attention_ops.rotary_embedding(
+            projected, positions, self.rope_max_wavelength,
+            self.rope_scaling_factor,
+        )
+
+    def _alibi_slopes(self):
+        return (None if self.alibi_bias_max is None else
+                attention_ops.alibi_slopes(self.num_heads,
+                                           self.alibi_bias_max))
+
+    def _window(self):
+        """The blocks' and the masks' `window`: Keras's `sliding_window`
+        counts the query itself, `|i - j| < sliding_window`."""
+        return None if self.sliding_window is None else self.sliding_window - 1
 
     def _attention_scores(self, projected_query, projected_key,
                           query_offset=None, use_causal_mask=False):
@@ -415,6 +528,7 @@ class MultiHeadAttention(keras.layers.Layer):
         query_mask=None,
         value_mask=None,
         key_mask=None,
+        attention_bias=None,
     ):
         if value is None:
             if cache is None or cache_update_index is not None:
@@ -436,6 +550,13 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         if cache is not None:
             self._check_cache(cache, cache_update_index, query.shape[1])
+            if cache_update_index is None and (
+                    self.rope_max_wavelength is not None):
+                raise ValueError(
+                    "RoPE needs the queries' positions: with a `cache`, give "
+                    "`cache_update_index`, received: cache_update_index=None "
+                    f"and rope_max_wavelength={self.rope_max_wavelength}"
+                )
         if query_mask is None:
             query_mask = attention_ops.implicit_mask(query)
         padding_mask = attention_ops.merge_checked_masks(
@@ -455,27 +576,35 @@ class MultiHeadAttention(keras.layers.Layer):
             "(batch, key_len)",
         )
 
-        projected_query = self.query_dense(query)  # (B, T, N, H)
+        offset = 0 if cache_update_index is None else cache_update_index
+        projected_query = self._rotate(
+            self.query_dense(query), offset)  # (B, T, N, H)
         if cache is not None and cache_update_index is None:
-            projected_key, projected_value = cache  # (B, S, N, H), (B, S, N, V)
+            projected_key, projected_value = cache  # (B, S, K, H), (B, S, K, V)
         else:
-            projected_key, projected_value = self.compute_key_value(value, key)
+            projected_key, projected_value = self.compute_key_value(
+                value, key, start_index=offset)
             if cache is not None:
                 key_cache, value_cache = cache
                 projected_key = attention_ops.update_cache(
                     key_cache, projected_key, cache_update_index
-                )  # (B, L, N, H)
+                )  # (B, L, K, H)
                 projected_value = attention_ops.update_cache(
                     value_cache, projected_value, cache_update_index
-                )  # (B, L, N, V)
+                )  # (B, L, K, V)
                 cache = (projected_key, projected_value)
 
+        if attention_bias is not None:
+            attention_bias = attention_ops.check_head_shape(
+                "attention_bias", attention_bias, query.shape[0],
+                self.num_heads, query.shape[1], projected_key.shape[1],
+            )
         if self._blockwise_core(return_attention_scores, training,
                                 projected_key):
             context = self._blockwise(
                 query, projected_query, projected_key, projected_value,
                 padding_mask, key_padding_mask, attention_mask,
-                use_causal_mask, cache_update_index,
+                use_causal_mask, offset, attention_bias,
             )  # (B, T, N, V)
             output = self._merge_heads(context)  # (B, T, D)
             return output if cache is None else (output, cache)
@@ -487,7 +616,8 @@ class MultiHeadAttention(keras.layers.Layer):
             key_padding_mask=key_padding_mask,
             attention_mask=attention_mask,
             use_causal_mask=use_causal_mask,
-            query_offset=0 if cache_update_index is None else cache_update_index,
+            query_offset=offset,
+            window=self._window(),
         )
         if mask is not None:
             mask = ops.expand_dims(mask, 1)  # (B, 1, T, S) over heads
@@ -495,6 +625,7 @@ class MultiHeadAttention(keras.layers.Layer):
             projected_query, projected_key, cache_update_index,
             use_causal_mask,
         )  # (B, N, T, S)
+        scores = self._add_biases(scores, attention_bias, offset)
         weights = attention_ops.masked_softmax(scores, mask)
         self._add_penalty(weights, padding_mask)
         weights, dropped = self._drop(weights, training)
@@ -510,9 +641,22 @@ class MultiHeadAttention(keras.layers.Layer):
             results += (cache,)
         return results[0] if len(results) == 1 else results
 
+    def _add_biases(self, scores, attention_bias, offset):
+        """The float32 logits `(B, N, T, S)` plus ALiBi's and the caller's
+        bias."""
+        slopes = self._alibi_slopes()
+        if slopes is not None:
+            shape = ops.shape(scores)
+            # (N, T, S) -> (1, N, T, S)
+            scores = scores + attention_ops.alibi_bias(
+                slopes, shape[2], shape[3], offset)[None]
+        if attention_bias is not None:
+            scores = scores + ops.cast(attention_bias, "float32")
+        return scores
+
     def _blockwise(self, query, projected_query, projected_key,
                    projected_value, padding_mask, key_padding_mask,
-                   attention_mask, use_causal_mask, cache_update_index):
+                   attention_mask, use_causal_mask, offset, attention_bias):
         """The core by `ops.blockwise_attention`, the masks passed as
         what they are (never expanded to `(T, S)`)."""
         if attention_mask is not None:
@@ -529,8 +673,10 @@ class MultiHeadAttention(keras.layers.Layer):
             query_padding_mask=padding_mask,
             mask=attention_mask,
             causal=bool(use_causal_mask),
-            query_offset=(0 if cache_update_index is None
-                          else cache_update_index),
+            window=self._window(),
+            query_offset=offset,
+            bias=attention_bias,
+            alibi_slopes=self._alibi_slopes(),
         )  # (B, T, N, V)
 
     def get_config(self):
@@ -558,6 +704,11 @@ class MultiHeadAttention(keras.layers.Layer):
                 "bias_regularizer": keras.regularizers.serialize(
                     self.bias_regularizer
                 ),
+                "num_key_value_heads": self.num_key_value_heads,
+                "sliding_window": self.sliding_window,
+                "rope_max_wavelength": self.rope_max_wavelength,
+                "rope_scaling_factor": self.rope_scaling_factor,
+                "alibi_bias_max": self.alibi_bias_max,
             }
         )
         return config

@@ -11,7 +11,10 @@ class MultiHeadSelfAttention(MultiHeadAttention):
 
     Takes the constructor arguments of `MultiHeadAttention` (`num_heads`,
     `key_dim`, `value_dim`, `dropout`, `use_bias`, `output_dim`,
-    `head_merge`, `diversity_penalty`, initializers and regularizers).
+    `head_merge`, `diversity_penalty`, initializers and regularizers, and
+    the variants: `num_key_value_heads` for grouped-query attention,
+    `sliding_window`, `rope_max_wavelength` for rotary embeddings,
+    `alibi_bias_max` for ALiBi).
 
     Call arguments:
         inputs: `(batch, seq_len, dim)`.
@@ -28,6 +31,8 @@ class MultiHeadSelfAttention(MultiHeadAttention):
             `(batch, max_len, num_heads, head_size)`, for incremental
             decoding; requires `cache_update_index`.
         cache_update_index: where `inputs` starts in the cache.
+        attention_bias: float `(batch|1, num_heads|1, seq_len, key_len)`
+            added to the scaled logits, or None.
 
     Returns:
         As `MultiHeadAttention`: the output `(batch, seq_len, output_dim)`,
@@ -61,6 +66,7 @@ class MultiHeadSelfAttention(MultiHeadAttention):
         training=None,
         cache=None,
         cache_update_index=None,
+        attention_bias=None,
     ):
         if cache is not None and cache_update_index is None:
             raise ValueError(
@@ -80,4 +86,5 @@ class MultiHeadSelfAttention(MultiHeadAttention):
             training=training,
             cache=cache,
             cache_update_index=cache_update_index,
+            attention_bias=attention_bias,
         )

@@ -147,8 +147,10 @@ class TransformerDecoder(TransformerBlock):
 
         Returns:
             A dict: `"self_attention"`: `(key, value)` zeros
-            `(B, max_length, N, H)` and `(B, max_length, N, V)`, with the
-            self-attention layer's `num_heads`, `key_dim` and `value_dim`;
+            `(B, max_length, K, H)` and `(B, max_length, K, V)`, with the
+            self-attention layer's key/value heads `K` (`num_heads`, or
+            `num_key_value_heads` when it has fewer), `key_dim` and
+            `value_dim`;
             `"cross_attention"`: `(key, value)` `(B, S, N, H)` (absent
             without cross-attention).
 
@@ -186,9 +188,9 @@ class TransformerDecoder(TransformerBlock):
             batch_size = _validation.positive_int_or_tensor("batch_size", batch_size)
         num_heads, key_dim, value_dim = self._self_attention_cache_sizes()
         keys = ops.zeros((batch_size, max_length, num_heads, key_dim),
-                         dtype=self.compute_dtype)  # (B, L, N, H)
+                         dtype=self.compute_dtype)  # (B, L, K, H)
         values = ops.zeros((batch_size, max_length, num_heads, value_dim),
-                           dtype=self.compute_dtype)  # (B, L, N, V)
+                           dtype=self.compute_dtype)  # (B, L, K, V)
         cache["self_attention"] = (keys, values)
         return cache
 
@@ -198,6 +200,8 @@ class TransformerDecoder(TransformerBlock):
         self._require("cache", "Incremental decoding (`initial_cache`)")
         sizes = [getattr(self.self_attention, name, None)
                  for name in ("num_heads", "key_dim", "value_dim")]
+        # grouped-query attention caches its key/value heads only
+        sizes[0] = getattr(self.self_attention, "key_value_heads", sizes[0])
         if sizes[0] is None or sizes[1] is None:
             raise ValueError(
                 "Incremental decoding (`initial_cache`) reads the cache "

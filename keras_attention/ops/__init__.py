@@ -22,7 +22,9 @@ from keras_attention.ops.local import neighbour_blocks
 from keras_attention.ops.local import raster_mask_2d
 from keras_attention.ops.local import split_blocks
 from keras_attention.ops.local import split_blocks_2d
+from keras_attention.ops.masking import band_mask
 from keras_attention.ops.masking import build_attention_mask
+from keras_attention.ops.masking import check_head_shape
 from keras_attention.ops.masking import causal_mask
 from keras_attention.ops.masking import check_mask_shape
 from keras_attention.ops.masking import implicit_mask
@@ -42,12 +44,14 @@ from keras_attention.ops.relative import relative_values_skew
 __all__ = [
     "alibi_bias",
     "alibi_slopes",
+    "band_mask",
     "blocked_validity",
     "blockwise_attention",
     "blocks_needed",
     "build_attention_mask",
     "causal_mask",
     "generation_order_2d",
+    "check_head_shape",
     "check_mask_shape",
     "head_diversity_penalty",
     "implicit_mask",

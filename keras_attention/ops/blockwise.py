@@ -23,6 +23,8 @@ from keras_attention.ops.attention import fused_attention
 from keras_attention.ops.attention import masked_softmax
 from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
+from keras_attention.ops.masking import build_attention_mask
+from keras_attention.ops.masking import check_head_shape
 from keras_attention.ops.masking import check_mask_shape
 from keras_attention.ops.positions import alibi_bias
 
@@ -154,10 +156,10 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
         "query_padding_mask", query_padding_mask, (batch, query_length),
         "(batch, query_len)")
     if mask is not None:
-        mask = _check_explicit_mask("mask", mask, batch, heads,
+        mask = check_head_shape("mask", mask, batch, heads,
                                     query_length, key_length)
     if bias is not None:
-        bias = _check_explicit_mask("bias", bias, batch, heads,
+        bias = check_head_shape("bias", bias, batch, heads,
                                     query_length, key_length)
     if alibi_slopes is not None:
         alibi_slopes = ops.cast(ops.convert_to_tensor(alibi_slopes),
@@ -239,45 +241,14 @@ def dense_mask(query_length, key_length, *, key_padding_mask=None,
            [1, 1, 0],
            [0, 1, 1]])
     """
-    queries = ops.arange(query_length, dtype="int32") + ops.cast(
-        query_offset, "int32")
-    keys = ops.arange(key_length, dtype="int32")
-    # (T, 1) - (1, S) -> (T, S)
-    distance = ops.expand_dims(queries, 1) - ops.expand_dims(keys, 0)
-    allowed = ops.ones_like(distance, "bool")
-    if causal:
-        allowed = distance >= 0
-    if window is not None:
-        allowed = ops.logical_and(allowed, ops.abs(distance) <= window)
-    allowed = allowed[None, None]  # (1, 1, T, S)
-    if key_padding_mask is not None:
-        # (B, S) -> (B, 1, 1, S)
-        allowed = ops.logical_and(
-            allowed, ops.cast(key_padding_mask, "bool")[:, None, None, :])
-    if query_padding_mask is not None:
-        # (B, T) -> (B, 1, T, 1)
-        allowed = ops.logical_and(
-            allowed, ops.cast(query_padding_mask, "bool")[:, None, :, None])
+    allowed = build_attention_mask(
+        query_length, key_length, padding_mask=query_padding_mask,
+        key_padding_mask=key_padding_mask, use_causal_mask=causal,
+        query_offset=query_offset, window=window)  # (B|1, T|1, S) or None
+    everything = ops.ones((1, 1, query_length, key_length), "bool")
+    # (B|1, T|1, S) -> (B|1, 1, T, S) over heads
+    allowed = (everything if allowed is None
+               else ops.logical_and(everything, allowed[:, None]))
     if mask is not None:
         allowed = ops.logical_and(allowed, ops.cast(mask, "bool"))
     return allowed
-
-
-def _check_explicit_mask(name, mask, batch, heads, query_length,
-                         key_length):
-    if not hasattr(mask, "shape"):
-        mask = ops.convert_to_tensor(mask)
-    shape = tuple(mask.shape)
-
-    def fits(got, want, may_broadcast):
-        return (got is None or want is None or got == want
-                or (may_broadcast and got == 1))
-
-    if len(shape) != 4 or not all(
-            fits(got, want, axis < 2) for axis, (got, want) in enumerate(
-                zip(shape, (batch, heads, query_length, key_length)))):
-        raise ValueError(
-            f"`{name}` must have shape (batch|1, heads|1, query_len, "
-            f"key_len) = {(batch, heads, query_length, key_length)}, "
-            f"received: {name}.shape={shape}")
-    return mask

@@ -125,6 +125,7 @@ def build_attention_mask(
     attention_mask=None,
     use_causal_mask=False,
     query_offset=0,
+    window=None,
 ):
     """Merge every kind of mask into one boolean `(B|1, T|1, S)` mask.
 
@@ -135,7 +136,10 @@ def build_attention_mask(
         key_padding_mask: `(B, S)` or `None`; False keys are never attended.
         attention_mask: `(B, T, S)` or `None`.
         use_causal_mask: whether to add the causal constraint.
-        query_offset: index of the first query for the causal constraint.
+        query_offset: index of the first query for the causal constraint
+            and the window.
+        window: an int or `None`; query `i` sees only keys `j` with
+            `|i + query_offset - j| <= window` (a sliding window).
 
     Returns:
         A boolean tensor broadcastable to `(B, T, S)`, or `None` when no mask
@@ -165,7 +169,33 @@ def build_attention_mask(
         causal = ops.expand_dims(
             causal_mask(query_length, key_length, query_offset), 0
         )
-    return merge_masks(query_rows, key_columns, attention_mask, causal)
+    band = None
+    if window is not None:
+        band = ops.expand_dims(
+            band_mask(query_length, key_length, window, query_offset), 0
+        )
+    return merge_masks(query_rows, key_columns, attention_mask, causal, band)
+
+
+def band_mask(query_length, key_length, window, query_offset=0):
+    """A `(T, S)` boolean mask where query `i` sees the keys `j` with
+    `|i + query_offset - j| <= window`.
+
+    >>> from keras import ops
+    >>> ops.convert_to_numpy(band_mask(3, 4, 1)).astype(int)
+    array([[1, 1, 0, 0],
+           [1, 1, 1, 0],
+           [0, 1, 1, 1]])
+    """
+    query_positions = ops.arange(query_length, dtype="int32") + ops.cast(
+        query_offset, "int32"
+    )
+    key_positions = ops.arange(key_length, dtype="int32")
+    # (T, 1) - (1, S) -> (T, S)
+    distance = ops.expand_dims(query_positions, 1) - ops.expand_dims(
+        key_positions, 0
+    )
+    return ops.abs(distance) <= window
 
 
 def resolve_attention_mask(
@@ -176,6 +206,7 @@ def resolve_attention_mask(
     attention_mask=None,
     use_causal_mask=False,
     query_offset=0,
+    window=None,
 ):
     """Check every mask a layer was given against its inputs and merge them:
     the one place the layers resolve masks.
@@ -187,7 +218,8 @@ def resolve_attention_mask(
             scalar tensor.
         padding_mask, key_padding_mask, attention_mask: as in
             `build_attention_mask`.
-        use_causal_mask, query_offset: as in `build_attention_mask`.
+        use_causal_mask, query_offset, window: as in
+            `build_attention_mask`.
 
     Returns:
         `build_attention_mask`'s boolean `(B|1, T|1, S)` mask, or `None`.
@@ -216,4 +248,26 @@ def resolve_attention_mask(
         attention_mask=attention_mask,
         use_causal_mask=use_causal_mask,
         query_offset=query_offset,
+        window=window,
     )
+
+
+def check_head_shape(name, tensor, batch, heads, query_length, key_length):
+    """`tensor` (converted) if its shape is `(B|1, N|1, T, S)`, else a
+    ValueError naming `name`; a size not known (None) is not checked."""
+    if not hasattr(tensor, "shape"):
+        tensor = ops.convert_to_tensor(tensor)
+    shape = tuple(tensor.shape)
+
+    def fits(got, want, may_broadcast):
+        return (got is None or want is None or got == want
+                or (may_broadcast and got == 1))
+
+    if len(shape) != 4 or not all(
+            fits(got, want, axis < 2) for axis, (got, want) in enumerate(
+                zip(shape, (batch, heads, query_length, key_length)))):
+        raise ValueError(
+            f"`{name}` must have shape (batch|1, heads|1, query_len, "
+            f"key_len) = {(batch, heads, query_length, key_length)}, "
+            f"received: {name}.shape={shape}")
+    return tensor
