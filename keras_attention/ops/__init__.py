@@ -24,8 +24,8 @@ from keras_attention.ops.local import split_blocks
 from keras_attention.ops.local import split_blocks_2d
 from keras_attention.ops.masking import band_mask
 from keras_attention.ops.masking import build_attention_mask
-from keras_attention.ops.masking import check_head_shape
 from keras_attention.ops.masking import causal_mask
+from keras_attention.ops.masking import check_head_shape
 from keras_attention.ops.masking import check_mask_shape
 from keras_attention.ops.masking import implicit_mask
 from keras_attention.ops.masking import merge_checked_masks
