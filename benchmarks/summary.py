@@ -217,6 +217,31 @@ def _long(record):
     return lines
 
 
+def _variants(record):
+    """benchmarks/attention_variants.py: each variant's training step
+    against plain attention, then the decoding steps and cache sizes."""
+    lines = ["fwd+bwd of causal `MultiHeadSelfAttention`, B=1, 8 heads of "
+             "64, D=512, float32, `attention_impl=\"auto\"` (the block-wise "
+             "core at these lengths); each length's variants interleaved.",
+             "", "| T | variant | step ms | / plain |", "|---|---|---|---|"]
+    decoding = []
+    for row in record["rows"]:
+        if row["part"] == "training":
+            lines.append(f"| {row['length']:,} | {row['variant']} | "
+                         f"{row['median_ms']:,.0f} | "
+                         f"{row['vs_plain']:.2f}× |")
+        else:
+            decoding.append(row)
+    if decoding:
+        lines += ["", "One cached decoding step (B=4, a cache of "
+                  f"{decoding[0]['cache_length']:,} positions), interleaved:",
+                  "", "| key/value heads, core | step ms | cache MiB |",
+                  "|---|---|---|"]
+        lines += [f"| {row['variant']} | {row['median_ms']:.2f} | "
+                  f"{row['cache_bytes'] / 2**20:,.0f} |" for row in decoding]
+    return lines
+
+
 def _generic(record):
     rows = record["rows"]
     if not rows:
@@ -250,6 +275,8 @@ def render(record):
         lines += _scaling(record)
     elif record["benchmark"].startswith("long_attention"):
         lines += _long(record)
+    elif record["benchmark"].startswith("attention_variants"):
+        lines += _variants(record)
     elif "concurrency" in first and "model" in first:
         lines += _serving(record)
     elif "ours_ms" in first:
