@@ -471,14 +471,20 @@ class MultiHeadAttention(keras.layers.Layer):
             context = ops.mean(context, axis=2)  # (B, T, V)
         return self.output_dense(context)  # (B, T, D)
 
-    def _plain_core(self):
-        """Whether the core is the plain scores and weighted sum (no
-        subclass hook such as RelativeAttention's)."""
+    def _blockwise_supported(self):
+        """Whether `ops.blockwise_attention` can compute this layer's core:
+        the plain scores and weighted sum, unless a subclass that
+        overrides them says so (and passes its terms in
+        `_blockwise_options`)."""
         cls = type(self)
         return (
             cls._attention_scores is MultiHeadAttention._attention_scores
             and cls._attend is MultiHeadAttention._attend
         )
+
+    def _blockwise_options(self):
+        """Extra arguments of `ops.blockwise_attention` (subclasses)."""
+        return {}
 
     def _blockwise_core(self, return_attention_scores, training, key):
         """Whether `ops.blockwise_attention` computes the core (see
@@ -493,7 +499,8 @@ class MultiHeadAttention(keras.layers.Layer):
                 self.diversity_penalty > 0.0,
             f"dropout={self.dropout} in training":
                 self.dropout > 0.0 and bool(training),
-            f"{type(self).__name__}'s own scores": not self._plain_core(),
+            f"{type(self).__name__}'s own scores":
+                not self._blockwise_supported(),
         }
         blockers = [name for name, stands in needs_weights.items() if stands]
         if self.attention_impl == "blockwise":
@@ -508,7 +515,9 @@ class MultiHeadAttention(keras.layers.Layer):
         if blockers:
             return False
         if keras.backend.backend() in FUSED_CORE_BACKENDS:
-            return True
+            # Their fused kernels take the plain core; a subclass's terms
+            # would reach them only as a dense (T, S) bias.
+            return not self._blockwise_options()
         key_length = key.shape[1]
         return key_length is not None and key_length >= BLOCKWISE_MIN_LENGTH
 
@@ -677,6 +686,7 @@ class MultiHeadAttention(keras.layers.Layer):
             query_offset=offset,
             bias=attention_bias,
             alibi_slopes=self._alibi_slopes(),
+            **self._blockwise_options(),
         )  # (B, T, N, V)
 
     def get_config(self):

@@ -36,7 +36,12 @@ class RelativeAttention(MultiHeadSelfAttention):
     memory for the expanded table) or from a gather with one `(T, S)` index
     shared by the batch and heads. The skew applies to a whole sequence
     (queries and keys the same positions); cached decoding uses the gather
-    with absolute positions, computing only the new positions' rows.
+    with absolute positions, computing only the new positions' rows. From
+    1,024 keys on TensorFlow (`attention_impl="auto"`, as
+    `MultiHeadAttention`), and always on JAX and PyTorch, the core is
+    `ops.blockwise_attention` with the tables: on TensorFlow each block
+    of queries meets only the table rows of its distances, so no `(T, S)`
+    tensor is built and long sequences take memory linear in the length.
 
     Args:
         num_heads: int, number of heads N.
@@ -45,9 +50,12 @@ class RelativeAttention(MultiHeadSelfAttention):
             embedding.
         relative_values: bool, also add relative embeddings to the values.
         per_head_tables: bool, one table per head instead of one shared.
-        relative_logits: `"auto"` (the skew for a whole sequence, the
-            gather with a cache), `"skew"` (the same, but an error with a
-            cache) or `"gather"` (always the gather).
+        relative_logits: how the dense core computes the relative terms:
+            `"auto"` (the skew for a whole sequence, the gather with a
+            cache), `"skew"` (the same, but an error with a cache) or
+            `"gather"` (always the gather). The block-wise core (see
+            `attention_impl`) computes them block by block, in memory
+            linear in the length.
         embeddings_initializer, embeddings_regularizer: for the tables.
         **kwargs: the other arguments of `MultiHeadSelfAttention`
             (`value_dim`, `dropout`, `use_bias`, `output_dim`,
@@ -167,6 +175,14 @@ class RelativeAttention(MultiHeadSelfAttention):
                 f"cache_update_index={query_offset!r}"
             )
         return False
+
+    def _blockwise_supported(self):
+        return True
+
+    def _blockwise_options(self):
+        """The tables, for the block-wise core's relative terms."""
+        return {"relative_key_table": self.key_relative_embeddings,
+                "relative_value_table": self.value_relative_embeddings}
 
     def _attention_scores(self, projected_query, projected_key,
                           query_offset=None, use_causal_mask=False):

@@ -25,6 +25,8 @@ import math
 
 import tensorflow as tf
 
+from keras_attention.ops._blockwise_relative_tf import RelativeTerms
+
 # Each loop keeps at most this many blocks in flight (memory, not speed:
 # two cores gain nothing from more).
 _PARALLEL_ITERATIONS = 2
@@ -74,6 +76,18 @@ class _Plan:
             tf.cast(alibi_slopes, tf.float32), (1, -1, 1, 1))
         # (B|1, N|1, Tq, Tk) float32 additive bias, set by the caller
         self.dense_bias = None
+        # the relative-position terms (RelativeTerms), set by the caller
+        self.relative = None
+
+    def blocks(self, i):
+        """Query block `i`: `(q_lo, q_hi, k_lo, k_hi, rows)`, `rows` the
+        relative table rows it uses (None without relative terms)."""
+        q_lo = i * self.bq
+        q_hi = q_lo + self.bq
+        k_lo, k_hi = self.key_range(q_lo, q_hi - 1)
+        rows = (None if self.relative is None else
+                self.relative.rows_met(q_lo, q_hi, k_lo, k_hi))
+        return q_lo, q_hi, k_lo, k_hi, rows
 
     def key_range(self, first_query, last_query):
         """Keys `[lo, hi)` that queries `first..last` (positions plus the
@@ -132,14 +146,17 @@ def _pad_to(tensor, axis, length, value):
     return tf.pad(tensor, paddings, constant_values=value)
 
 
-def _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi):
+def _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi, rows):
     """Float32 logits of queries `[q_lo, q_hi)` against keys `[k_lo,
     k_hi)`, `(B, N, q, k)`, -inf where a query may not attend a key. `q`
     is already scaled."""
     # (B, N, q, H) x (B, N, k, H) -> (B, N, q, k)
     logits = tf.einsum("bnqh,bnkh->bnqk", q[:, :, q_lo:q_hi],
                        k[:, :, k_lo:k_hi])
-    return tf.cast(logits, tf.float32) + plan.bias(q_lo, q_hi, k_lo, k_hi)
+    logits = tf.cast(logits, tf.float32) + plan.bias(q_lo, q_hi, k_lo, k_hi)
+    if plan.relative is not None:
+        logits = logits + plan.relative.logits(q[:, :, q_lo:q_hi], rows)
+    return logits
 
 
 def _forward(plan, q, k, v):
@@ -147,10 +164,8 @@ def _forward(plan, q, k, v):
     row with no key (or a padding query) gets out 0 and lse +inf (so that
     exp(logit - lse) is 0 in the gradient)."""
     def body(i, outputs, sums):
-        q_lo = i * plan.bq
-        q_hi = q_lo + plan.bq
-        k_lo, k_hi = plan.key_range(q_lo, q_hi - 1)
-        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi)
+        q_lo, q_hi, k_lo, k_hi, rows = plan.blocks(i)
+        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi, rows)
         # (B, N, b, 1): the row's maximum, 0 for a row with no key
         peak = tf.reduce_max(logits, axis=-1, keepdims=True)
         peak = tf.where(tf.math.is_finite(peak), peak, 0.0)
@@ -159,10 +174,13 @@ def _forward(plan, q, k, v):
         # (B, N, b, k) x (B, N, k, D) -> (B, N, b, D)
         out = tf.einsum("bnqk,bnkd->bnqd", tf.cast(weights, v.dtype),
                         v[:, :, k_lo:k_hi])
+        out = tf.cast(out, tf.float32)
+        if plan.relative is not None:
+            out = out + plan.relative.context(weights, rows, v.dtype)
         # (B, 1, q, 1): the rows of real queries
         real = plan.query_valid[:, None, q_lo:q_hi, None]
         attends = tf.logical_and(total > 0, real)
-        out = tf.cast(out, tf.float32) / tf.where(attends, total, math.inf)
+        out = out / tf.where(attends, total, math.inf)
         lse = tf.where(attends, peak + tf.math.log(total), math.inf)
         return (i + 1, outputs.write(i, tf.cast(out, v.dtype)),
                 sums.write(i, lse[..., 0]))
@@ -197,26 +215,27 @@ def _backward(plan, q, k, v, out, lse, grad):
     # (B, N, Tq): rowsum(dO * O), FlashAttention's D
     dots = tf.reduce_sum(grad32 * tf.cast(out, tf.float32), axis=-1)
 
-    def probabilities(q_lo, q_hi, k_lo, k_hi):
-        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi)
+    def probabilities(q_lo, q_hi, k_lo, k_hi, rows):
+        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi, rows)
         # (B, N, q, k); 0 where not allowed (exp(-inf - lse) = 0) and in
         # the rows without a key (lse = +inf)
         return tf.exp(logits - lse[:, :, q_lo:q_hi, None])
 
-    def logit_grads(weights, q_lo, q_hi, k_lo, k_hi):
+    def logit_grads(weights, q_lo, q_hi, k_lo, k_hi, rows):
         # dP = dO V^T: (B, N, q, D) x (B, N, k, D) -> (B, N, q, k)
         dweights = tf.einsum("bnqd,bnkd->bnqk", grad[:, :, q_lo:q_hi],
                              v[:, :, k_lo:k_hi])
         dweights = tf.cast(dweights, tf.float32)
+        if plan.relative is not None:  # + dO a^V_(j-i)
+            dweights = dweights + plan.relative.weight_grads(
+                grad[:, :, q_lo:q_hi], rows)
         # dS = P (dP - D)
         return weights * (dweights - dots[:, :, q_lo:q_hi, None])
 
-    def body(i, dqs, dk_sum, dv_sum, dbiases):
-        q_lo = i * plan.bq
-        q_hi = q_lo + plan.bq
-        k_lo, k_hi = plan.key_range(q_lo, q_hi - 1)
-        weights = probabilities(q_lo, q_hi, k_lo, k_hi)
-        dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi)
+    def body(i, dqs, dk_sum, dv_sum, dbiases, table_sums):
+        q_lo, q_hi, k_lo, k_hi, rows = plan.blocks(i)
+        weights = probabilities(q_lo, q_hi, k_lo, k_hi, rows)
+        dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi, rows)
         if plan.dense_bias is not None:
             # The bias's gradient is the logits': summed over the axes it
             # broadcasts, zero for the keys the block skips.
@@ -229,6 +248,14 @@ def _backward(plan, q, k, v, out, lse, grad):
         # (B, N, q, k) x (B, N, k, H) -> (B, N, q, H)
         dq = tf.einsum("bnqk,bnkh->bnqh", tf.cast(dlogits, k.dtype),
                        k[:, :, k_lo:k_hi])
+        if plan.relative is not None:
+            dq = dq + tf.cast(plan.relative.query_grads(dlogits, rows,
+                                                        q.dtype), dq.dtype)
+            grads = plan.relative.table_grads(
+                weights, dlogits, q[:, :, q_lo:q_hi], grad[:, :, q_lo:q_hi],
+                rows)
+            table_sums = {name: table_sums[name] + grads[name]
+                          for name in table_sums}
         # This block's share of dV and dK, for keys [k_lo, k_hi):
         # (B, N, q, k) x (B, N, q, D) -> (B, N, k, D)
         dv = tf.einsum("bnqk,bnqd->bnkd", tf.cast(weights, grad.dtype),
@@ -245,7 +272,7 @@ def _backward(plan, q, k, v, out, lse, grad):
             dk_sum + tf.pad(tf.cast(dk, tf.float32), where), dk_sum.shape)
         dv_sum = tf.ensure_shape(
             dv_sum + tf.pad(tf.cast(dv, tf.float32), where), dv_sum.shape)
-        return i + 1, dqs.write(i, dq), dk_sum, dv_sum, dbiases
+        return i + 1, dqs.write(i, dq), dk_sum, dv_sum, dbiases, table_sums
 
     dqs = tf.TensorArray(q.dtype, size=plan.nq, infer_shape=False)
     dk_sum = tf.zeros(tf.shape(k), tf.float32)
@@ -253,18 +280,26 @@ def _backward(plan, q, k, v, out, lse, grad):
     # (a size-1 array, never written, without a bias)
     dbiases = tf.TensorArray(tf.float32, infer_shape=False,
                              size=1 if plan.dense_bias is None else plan.nq)
-    _, dqs, dk_sum, dv_sum, dbiases = tf.while_loop(
+    # the relative tables' float32 gradients, summed over blocks
+    tables = {} if plan.relative is None else {
+        name: table for name, table in (
+            ("key", plan.relative.key_table),
+            ("value", plan.relative.value_table)) if table is not None}
+    table_sums = {name: tf.zeros(tf.shape(table), tf.float32)
+                  for name, table in tables.items()}
+    _, dqs, dk_sum, dv_sum, dbiases, table_sums = tf.while_loop(
         lambda i, *_: i < plan.nq, body,
-        (tf.constant(0), dqs, dk_sum, dv_sum, dbiases),
+        (tf.constant(0), dqs, dk_sum, dv_sum, dbiases, table_sums),
         parallel_iterations=_PARALLEL_ITERATIONS)
     dbias = None if plan.dense_bias is None else _join(dbiases, 4)
     return (_join(dqs, 4), tf.cast(dk_sum, k.dtype),
-            tf.cast(dv_sum, v.dtype), dbias)
+            tf.cast(dv_sum, v.dtype), dbias, table_sums)
 
 
 def blockwise_attention(query, key, value, *, key_valid, query_valid,
                         mask, causal, window, query_offset, scale,
-                        block_size, bias=None, alibi_slopes=None):
+                        block_size, bias=None, alibi_slopes=None,
+                        relative_key_table=None, relative_value_table=None):
     """Exact attention over blocks; see `keras_attention.ops.blockwise`.
 
     Args:
@@ -276,6 +311,9 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
         bias: `(B|1, N|1, T, S)` float additive logit bias (with a
             gradient), or None.
         alibi_slopes: `(N,)` constant ALiBi slopes, or None.
+        relative_key_table, relative_value_table: `(R, H)` / `(R, D)`
+            shared or `(N, R, H)` / `(N, R, D)` per-head tables of the
+            relative-position terms (with gradients), or None.
 
     Returns:
         `(B, T, N, D)` in the value's dtype.
@@ -288,15 +326,24 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
                  query_valid=query_valid, mask=mask,
                  alibi_slopes=alibi_slopes)
 
-    def attend(q, k, v, *dense_bias):
+    extras = {"bias": bias, "key": relative_key_table,
+              "value": relative_value_table}
+    names = [name for name, tensor in extras.items() if tensor is not None]
+
+    def attend(q, k, v, *given):
+        given = dict(zip(names, given))
+        dense_bias = given.get("bias")
+        if "key" in given or "value" in given:
+            plan.relative = RelativeTerms(given.get("key"),
+                                          given.get("value"), plan.offset)
         # (B, T, N, H) -> (B, N, T, H), padded to whole blocks
         q = _pad_to(tf.transpose(q, (0, 2, 1, 3)), 2, plan.padded_queries, 0)
         k = _pad_to(tf.transpose(k, (0, 2, 1, 3)), 2, plan.padded_keys, 0)
         v = _pad_to(tf.transpose(v, (0, 2, 1, 3)), 2, plan.padded_keys, 0)
-        if dense_bias:
+        if dense_bias is not None:
             # (B|1, N|1, T, S) float32, padded to whole blocks
             plan.dense_bias = _pad_to(_pad_to(
-                tf.cast(dense_bias[0], tf.float32), 2, plan.padded_queries,
+                tf.cast(dense_bias, tf.float32), 2, plan.padded_queries,
                 0.0), 3, plan.padded_keys, 0.0)
         # The scale applied once to the queries, not to every score block.
         q = q * tf.cast(scale, q.dtype)
@@ -306,19 +353,23 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
             # (B, T, N, D) -> (B, N, Tq, D)
             grad = _pad_to(tf.transpose(grad, (0, 2, 1, 3)), 2,
                            plan.padded_queries, 0)
-            dq, dk, dv, dbias = _backward(plan, q, k, v, out, lse, grad)
+            dq, dk, dv, dbias, table_grads = _backward(plan, q, k, v, out,
+                                                       lse, grad)
             # d/dq of (scale q) k = scale dS k; dK = dS^T (scale q) already
             dq = dq * tf.cast(scale, dq.dtype)
             # (B, N, T, .) -> (B, T, N, .), the block padding removed
             grads = (tf.transpose(dq, (0, 2, 1, 3))[:, :query_length],
                      tf.transpose(dk, (0, 2, 1, 3))[:, :key_length],
                      tf.transpose(dv, (0, 2, 1, 3))[:, :key_length])
-            if dense_bias:
-                grads += (tf.cast(dbias[:, :, :query_length, :key_length],
-                                  dense_bias[0].dtype),)
-            return grads
+            extra_grads = {"bias": None if dbias is None else
+                           dbias[:, :, :query_length, :key_length],
+                           **table_grads}
+            return grads + tuple(tf.cast(extra_grads[name], given[name].dtype)
+                                 for name in names)
 
         return tf.transpose(out, (0, 2, 1, 3))[:, :query_length], gradient
 
-    inputs = (query, key, value) + (() if bias is None else (bias,))
+    # (a variable read once, so that the gradient reaches it)
+    inputs = (query, key, value) + tuple(tf.identity(extras[name])
+                                         for name in names)
     return tf.custom_gradient(attend)(*inputs)

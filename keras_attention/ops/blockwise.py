@@ -27,6 +27,8 @@ from keras_attention.ops.masking import build_attention_mask
 from keras_attention.ops.masking import check_head_shape
 from keras_attention.ops.masking import check_mask_shape
 from keras_attention.ops.positions import alibi_bias
+from keras_attention.ops.relative import relative_logits_gather
+from keras_attention.ops.relative import relative_values_gather
 
 # A block's scores, (B, N, b, S) float32, are kept near this many bytes
 # (at T = 8,192, 256 and 512 rows ran as fast; 64 rows 1.3x slower).
@@ -63,7 +65,8 @@ def default_block_size(batch, heads, key_length, query_length=None):
 def blockwise_attention(query, key, value, *, key_padding_mask=None,
                         query_padding_mask=None, mask=None, causal=False,
                         window=None, query_offset=0, scale=None,
-                        block_size=None, bias=None, alibi_slopes=None):
+                        block_size=None, bias=None, alibi_slopes=None,
+                        relative_key_table=None, relative_value_table=None):
     """Softmax attention, exact, in memory linear in the length.
 
     The masks are given as what they are, never expanded to `(T, S)`:
@@ -98,6 +101,14 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
             differentiated), or None.
         alibi_slopes: `N` floats (e.g. `ops.alibi_slopes(N)`), constants
             (no gradient): adds `ops.alibi_bias`, or None.
+        relative_key_table: `(R, H)`, or `(N, R, H)` per head, R = 2δ+1:
+            Shaw et al.'s relative key term, the scaled query `i` times
+            row `clip(j - i, -δ, δ) + δ` added to the logit of key `j`
+            (as `RelativeAttention`; `ops.relative_logits_gather`); or
+            None. Computed block by block on TensorFlow, differentiated.
+        relative_value_table: `(R, D)` or `(N, R, D)`: the relative
+            value term, each weight times its distance's row added to the
+            output (`ops.relative_values_gather`); or None.
 
     On TensorFlow outside XLA, the blocks; elsewhere the backend's fused
     attention with the mask expanded (see the module's docstring).
@@ -161,6 +172,11 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     if bias is not None:
         bias = check_head_shape("bias", bias, batch, heads,
                                     query_length, key_length)
+    for name, table, size in (
+            ("relative_key_table", relative_key_table, key_dim),
+            ("relative_value_table", relative_value_table, value.shape[-1])):
+        if table is not None:
+            _check_table(name, table, heads, size)
     if alibi_slopes is not None:
         alibi_slopes = ops.cast(ops.convert_to_tensor(alibi_slopes),
                                 "float32")
@@ -194,7 +210,8 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
             mask=None if mask is None else ops.cast(mask, "bool"),
             causal=causal, window=window, query_offset=query_offset,
             scale=float(scale), block_size=block_size, bias=bias,
-            alibi_slopes=alibi_slopes)
+            alibi_slopes=alibi_slopes, relative_key_table=relative_key_table,
+            relative_value_table=relative_value_table)
     else:
         query_length, key_length = ops.shape(query)[1], ops.shape(key)[1]
         dense = dense_mask(query_length, key_length,
@@ -207,15 +224,26 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
             alibi = alibi_bias(alibi_slopes, query_length, key_length,
                                query_offset)[None]
             bias = alibi if bias is None else ops.cast(bias, "float32") + alibi
-        if value.shape[-1] == key_dim:
+        if relative_key_table is not None:
+            scaled = ops.cast(query, "float32") * scale
+            relative = relative_logits_gather(
+                scaled, ops.cast(relative_key_table, "float32"), key_length,
+                query_offset=query_offset)  # (B, N, T, S)
+            bias = (relative if bias is None
+                    else ops.cast(bias, "float32") + relative)
+        if value.shape[-1] == key_dim and relative_value_table is None:
             output = fused_attention(query, key, value, mask=dense,
                                      scale=scale, bias=bias)
         else:  # the fused kernels want one size for keys and values
             scores = scaled_dot_product_scores(query, key, scale)
             if bias is not None:
                 scores = scores + ops.cast(bias, "float32")
-            weights = masked_softmax(scores, dense)
-            output = weighted_sum(ops.cast(weights, value.dtype), value)
+            weights = ops.cast(masked_softmax(scores, dense), value.dtype)
+            output = weighted_sum(weights, value)
+            if relative_value_table is not None:
+                output = output + ops.cast(relative_values_gather(
+                    weights, ops.cast(relative_value_table, value.dtype),
+                    query_offset=query_offset), output.dtype)
     return ops.cast(output, dtype)
 
 
@@ -226,6 +254,16 @@ def _blockwise_kernel():
     from keras_attention.ops import _blockwise_tf
 
     return not _blockwise_tf.in_xla_context()
+
+
+def _check_table(name, table, heads, size):
+    shape = tuple(table.shape)
+    rows = shape[-2] if len(shape) in (2, 3) else None
+    if (rows is None or rows % 2 == 0 or shape[-1] != size
+            or (len(shape) == 3 and shape[0] != heads)):
+        raise ValueError(
+            f"`{name}` must have shape (2δ+1, {size}) or ({heads}, 2δ+1, "
+            f"{size}), received: {name}.shape={shape}")
 
 
 def dense_mask(query_length, key_length, *, key_padding_mask=None,

@@ -127,9 +127,13 @@ def test_auto_chooses_by_backend_length_and_what_is_asked():
     penalised = MultiHeadSelfAttention(num_heads=2, key_dim=4,
                                        diversity_penalty=0.1)
     assert not penalised._blockwise_core(False, None, long_key)
+    # RelativeAttention's terms: in blocks on TensorFlow; on JAX and
+    # PyTorch the fused kernels would take them only as a dense bias.
     relative = RelativeAttention(num_heads=2, key_dim=4,
                                  max_relative_position=3)
-    assert not relative._blockwise_core(False, None, long_key)
+    relative.build((1, 8, 8))
+    assert relative._blockwise_core(False, None, long_key) == (not fused)
+    assert not relative._blockwise_core(False, None, short_key)
     dense = MultiHeadSelfAttention(num_heads=2, key_dim=4,
                                    attention_impl="dense")
     assert not dense._blockwise_core(False, None, long_key)
@@ -170,3 +174,58 @@ def test_a_functional_model_with_it_trains():
     history = model.fit(RNG.normal(size=(4, 8, 16)).astype("float32"),
                         np.zeros((4, 16), "float32"), epochs=2, verbose=0)
     assert np.isfinite(history.history["loss"]).all()
+
+
+RELATIVE_OPTIONS = {
+    "keys, shared table": dict(max_relative_position=3),
+    "keys and values, per head": dict(max_relative_position=2,
+                                      relative_values=True,
+                                      per_head_tables=True),
+    "keys and values, far": dict(max_relative_position=12,
+                                 relative_values=True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RELATIVE_OPTIONS))
+def test_relative_attention_in_blocks_equals_dense(name):
+    """RelativeAttention's terms computed block by block: the outputs and
+    the gradients of the inputs and of every weight, tables included."""
+    options = RELATIVE_OPTIONS[name]
+    dense, blockwise = twins(RelativeAttention, **options)
+    call = dict(padding_mask=PADDING, use_causal_mask=True)
+    want = dense(TARGET, **call)
+    blockwise(TARGET, **call)
+    blockwise.set_weights(dense.get_weights())
+    assert_allclose(blockwise(TARGET, **call), want, atol=1e-5)
+
+    def grads(layer):
+        import tensorflow as tf
+        x = tf.constant(TARGET)
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            out = layer(x, **call)
+            loss = tf.reduce_sum(out * tf.sin(out))
+        return tape.gradient(loss, [x] + layer.trainable_weights)
+
+    if BACKEND != "tensorflow":
+        pytest.skip("the weights' gradients by tf.GradientTape")
+    names = ["inputs"] + [w.path for w in dense.trainable_weights]
+    for what, got, expected in zip(names, grads(blockwise), grads(dense)):
+        assert_allclose(got, expected, atol=1e-5, err_msg=what)
+
+
+@pytest.mark.parametrize("name", sorted(RELATIVE_OPTIONS))
+def test_relative_attention_decoded_in_blocks_equals_the_full_pass(name):
+    dense, blockwise = twins(RelativeAttention, **RELATIVE_OPTIONS[name])
+    full = dense(TARGET, padding_mask=PADDING, use_causal_mask=True)
+    blockwise(TARGET)
+    blockwise.set_weights(dense.get_weights())
+    cache = (np.zeros((3, 9, 2, 4), "float32"),) * 2
+    steps = []
+    for index in range(9):
+        step, cache = blockwise(
+            TARGET[:, index:index + 1],
+            padding_mask=PADDING[:, index:index + 1], use_causal_mask=True,
+            cache=cache, cache_update_index=index)
+        steps.append(as_numpy(step))
+    assert_allclose(np.concatenate(steps, axis=1), full, atol=1e-5)

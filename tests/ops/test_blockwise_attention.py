@@ -434,3 +434,122 @@ def test_under_xla_it_takes_the_dense_path():
     ).get_concrete_function(q, k, v).graph
     assert not [op for op in graph.get_operations()
                 if op.type in ("While", "StatelessWhile")]
+
+
+# Relative-position terms (Shaw et al.): the reference expands each pair's
+# table row, (N|1, T, S, .), which only a test this small can afford.
+RELATIVE = {
+    "keys, shared table, causal": {"delta": 3, "values": False,
+                                   "per_head": False, "causal": True},
+    "keys and values, per head": {"delta": 2, "values": True,
+                                  "per_head": True},
+    "keys and values, offset 2, window 4, padding": {
+        "delta": 5, "values": True, "per_head": False, "causal": True,
+        "query_offset": 2, "window": 4, "key_padding_mask": KEY_PADDING,
+        "query_padding_mask": QUERY_PADDING},
+    "values only, long distance": {"delta": 20, "values": True,
+                                   "keys": False, "per_head": True},
+}
+
+
+def _relative_reference(q, k, v, allowed, scale, key_table, value_table,
+                        offset, probe):
+    """Output and the gradients of `sum(probe * out)` in float64:
+    q, k, v, key table, value table (None for an absent table)."""
+    q, k, v = (np.asarray(x, np.float64) for x in (q, k, v))
+    table = key_table if key_table is not None else value_table
+    delta = (table.shape[-2] - 1) // 2
+    position = np.arange(q.shape[1])[:, None] + offset
+    index = np.clip(np.arange(k.shape[1])[None] - position, -delta,
+                    delta) + delta  # (T, S)
+
+    def expand(table):  # (R, .) -> (1, T, S, .); (N, R, .) -> (N, T, S, .)
+        table = np.asarray(table, np.float64)
+        return table[None][:, index] if table.ndim == 2 else table[:, index]
+
+    logits = np.einsum("btnh,bsnh->bnts", q, k) * scale
+    if key_table is not None:
+        logits += np.einsum("btnh,ntsh->bnts", q, np.broadcast_to(
+            expand(key_table), (N,) + index.shape + (H,))) * scale
+    allowed = np.broadcast_to(allowed, logits.shape)
+    logits = np.where(allowed, logits, -np.inf)
+    peak = np.max(logits, axis=-1, keepdims=True)
+    p = np.exp(logits - np.where(np.isfinite(peak), peak, 0.0))
+    p = p / np.maximum(p.sum(-1, keepdims=True), 1e-300)
+    a_v = (np.zeros((N,) + index.shape + (D,)) if value_table is None else
+           np.broadcast_to(expand(value_table), (N,) + index.shape + (D,)))
+    out = np.einsum("bnts,bsnd->btnd", p, v) + np.einsum(
+        "bnts,ntsd->btnd", p, a_v)
+    dp = np.einsum("btnd,bsnd->bnts", probe, v) + np.einsum(
+        "btnd,ntsd->bnts", probe, a_v)
+    ds = p * (dp - np.sum(dp * p, axis=-1, keepdims=True))
+    a_k = (np.zeros((N,) + index.shape + (H,)) if key_table is None else
+           np.broadcast_to(expand(key_table), (N,) + index.shape + (H,)))
+    dq = (np.einsum("bnts,bsnh->btnh", ds, k)
+          + np.einsum("bnts,ntsh->btnh", ds, a_k)) * scale
+    dk = np.einsum("bnts,btnh->bsnh", ds, q) * scale
+    dv = np.einsum("bnts,btnd->bsnd", p, probe)
+    grads = [dq, dk, dv]
+    for table, pairs, other in ((key_table, ds, q * scale),
+                                (value_table, p, probe)):
+        if table is None:
+            continue
+        # (N, T, S, .): each pair's contribution to its row
+        per_pair = np.einsum("bnts,btnh->ntsh", pairs, other)
+        rows = np.zeros((N,) + table.shape[-2:])
+        for head in range(N):
+            np.add.at(rows[head], index, per_pair[head])
+        grads.append(rows.sum(0) if table.ndim == 2 else rows)
+    return out, grads
+
+
+@pytest.mark.parametrize("block_size", [4, 16])
+@pytest.mark.parametrize("name", sorted(RELATIVE))
+def test_relative_terms_equal_the_reference(name, block_size):
+    options = dict(RELATIVE[name])
+    delta, per_head = options.pop("delta"), options.pop("per_head")
+    with_values, with_keys = options.pop("values"), options.pop("keys", True)
+    rng = np.random.default_rng(5)
+    head_axis = (N,) if per_head else ()
+    key_table = (rng.normal(size=head_axis + (2 * delta + 1, H))
+                 .astype("float32") if with_keys else None)
+    value_table = (rng.normal(size=head_axis + (2 * delta + 1, D))
+                   .astype("float32") if with_values else None)
+    q, k, v = inputs(seed=4)
+    scale = 1.0 / np.sqrt(H)
+    probe = np.sin(np.arange(B * T * N * D) * 0.3).reshape(B, T, N, D)
+    allowed = allowed_by(T, S, **options)
+    want, want_grads = _relative_reference(
+        q, k, v, allowed, scale, key_table, value_table,
+        options.get("query_offset", 0), probe)
+    tables = [table for table in (key_table, value_table)
+              if table is not None]
+
+    def call(q, k, v, *tables):
+        given = iter(tables)
+        return blockwise_attention(
+            q, k, v, block_size=block_size,
+            relative_key_table=next(given) if with_keys else None,
+            relative_value_table=next(given) if with_values else None,
+            **options)
+
+    assert_allclose(call(q, k, v, *tables), want, atol=1e-5)
+
+    def loss(*arguments):
+        out = call(*arguments)
+        return ops.sum(out * ops.convert_to_tensor(probe, out.dtype))
+
+    got = gradient(loss, q, k, v, *tables)
+    names = ["q", "k", "v"] + [name for name, table in (
+        ("key table", key_table), ("value table", value_table))
+        if table is not None]
+    for name_, g, w in zip(names, got, want_grads):
+        assert_allclose(g, w, atol=1e-5, err_msg=name_)
+
+
+def test_a_table_of_the_wrong_shape_is_refused():
+    q, k, v = inputs()
+    with pytest.raises(ValueError, match=r"`relative_key_table` must have "
+                       r"shape \(2δ\+1, 4\) or \(3, 2δ\+1, 4\), received: "
+                       r"relative_key_table.shape=\(4, 4\)"):
+        blockwise_attention(q, k, v, relative_key_table=np.zeros((4, 4)))
