@@ -6,7 +6,9 @@ grouped heads shrink.
 Part 1, training (B=1, 8 heads of 64, D=512, float32, causal, one
 `tf.function` step: output, squared-sum loss, gradients of the weights):
 `MultiHeadSelfAttention` as it comes (`attention_impl="auto"`, which is
-the block-wise core at these lengths) with each option, interleaved in
+the block-wise core at these lengths) with each option, and
+`RelativeAttention` (Shaw et al.'s relative keys, as the Music
+Transformer has them), interleaved in
 one process per length; the ratio is the variant's median step over the
 plain layer's (1.00 = free). A dense `attention_bias` is a `(1, 8, T, T)`
 float32 tensor, 8 GiB at 16,384 positions, so it is timed at the shorter
@@ -37,6 +39,7 @@ VARIANTS = {
     "sliding window 1024": {"sliding_window": 1024},
     "rope": {"rope_max_wavelength": 10000.0},
     "alibi": {"alibi_bias_max": 8},
+    "relative (δ=1024)": {"max_relative_position": 1024},
     "attention_bias": {},
 }
 # The longest length at which the dense (1, N, T, T) bias is timed.
@@ -50,6 +53,7 @@ def training_steps(length, names):
     import tensorflow as tf
 
     from keras_attention.layers import MultiHeadSelfAttention
+    from keras_attention.layers import RelativeAttention
 
     rng = np.random.default_rng(0)
     x = tf.constant(rng.normal(size=(BATCH, length, MODEL_DIM)),
@@ -57,7 +61,10 @@ def training_steps(length, names):
     steps = {}
     for name in names:
         keras.utils.set_random_seed(0)
-        layer = MultiHeadSelfAttention(HEADS, HEAD_SIZE, **VARIANTS[name])
+        options = VARIANTS[name]
+        layer_class = (RelativeAttention if "max_relative_position" in options
+                       else MultiHeadSelfAttention)
+        layer = layer_class(HEADS, HEAD_SIZE, **options)
         layer(x[:, :8])  # build on 8 positions
         bias = None
         if name == "attention_bias":
@@ -71,7 +78,9 @@ def training_steps(length, names):
                 loss = tf.reduce_sum(tf.square(out))
             return tape.gradient(loss, layer.trainable_variables)
 
-        steps[name] = lambda step=step: [g.numpy() for g in step()]
+        # (a gathered table's gradient is IndexedSlices)
+        steps[name] = lambda step=step: [tf.convert_to_tensor(g).numpy()
+                                         for g in step()]
     return steps
 
 

@@ -9,7 +9,10 @@ layer's weights):
   the block-wise exact core from 1,024 keys on, `ops.blockwise_attention`);
 - `ours dense`: the same layer with `attention_impl="dense"` (the whole
   `(B, N, T, T)` weights, as before);
-- `keras`: `keras.layers.MultiHeadAttention(use_causal_mask=True)`.
+- `keras`: `keras.layers.MultiHeadAttention(use_causal_mask=True)`;
+- `relative`, `relative dense` (with `--candidates`): `RelativeAttention`
+  with relative keys up to 1,024 positions apart (the Music
+  Transformer's terms), `attention_impl="auto"` and `"dense"`.
 
 Memory: each (candidate, length) runs in a fresh process; its figure is
 the growth of the process's peak resident memory over the step (VmHWM
@@ -41,6 +44,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 BATCH, HEADS, HEAD_SIZE = 1, 8, 64
 MODEL_DIM = HEADS * HEAD_SIZE
 CANDIDATES = ("ours", "ours dense", "keras")
+RELATIVE_CANDIDATES = ("relative", "relative dense")
+MAX_RELATIVE_POSITION = 1024
 
 
 def build(candidate, length):
@@ -50,6 +55,7 @@ def build(candidate, length):
     import tensorflow as tf
 
     from keras_attention.layers import MultiHeadSelfAttention
+    from keras_attention.layers import RelativeAttention
 
     keras.utils.set_random_seed(0)
     x = tf.constant(np.random.default_rng(0).normal(
@@ -60,8 +66,14 @@ def build(candidate, length):
         def call(x=x):
             return layer(x, x, use_causal_mask=True)
     else:
-        impl = "dense" if candidate == "ours dense" else "auto"
-        layer = MultiHeadSelfAttention(HEADS, HEAD_SIZE, attention_impl=impl)
+        impl = "dense" if candidate.endswith(" dense") else "auto"
+        if candidate.startswith("relative"):
+            layer = RelativeAttention(
+                HEADS, HEAD_SIZE, max_relative_position=MAX_RELATIVE_POSITION,
+                attention_impl=impl)
+        else:
+            layer = MultiHeadSelfAttention(HEADS, HEAD_SIZE,
+                                           attention_impl=impl)
 
         def call(x=x):
             return layer(x, use_causal_mask=True)
@@ -75,7 +87,7 @@ def build(candidate, length):
             loss = tf.reduce_sum(tf.square(call()))
         return tape.gradient(loss, layer.trainable_variables)
 
-    return step, lambda: [g.numpy() for g in step()]
+    return step, lambda: [tf.convert_to_tensor(g).numpy() for g in step()]
 
 
 def worker(candidate, length, repeats):
@@ -136,10 +148,10 @@ def run_worker(candidate, length, repeats, cap_bytes):
     return json.loads(stdout.strip().splitlines()[-1])
 
 
-def compare(length, repeats):
-    """The three candidates interleaved in one process at `length`."""
+def compare(candidates, length, repeats):
+    """The candidates interleaved in one process at `length`."""
     runs = {candidate: build(candidate, length)[1]
-            for candidate in CANDIDATES}
+            for candidate in candidates}
     return harness.interleaved(runs, repeats, warmup=1)
 
 
@@ -157,6 +169,8 @@ def main():
     parser.add_argument("--memory-cap-gib", type=float, default=20.0)
     parser.add_argument("--quick", action="store_true",
                         help="1k and 2k, one timed run, compared at 1k")
+    parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
+                        choices=CANDIDATES + RELATIVE_CANDIDATES)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     harness.add_results_arguments(parser, "long_attention")
     args = parser.parse_args()
@@ -171,7 +185,7 @@ def main():
 
     rows, failed = [], set()
     for length in args.lengths:
-        for candidate in CANDIDATES:
+        for candidate in args.candidates:
             if candidate in failed:
                 rows.append({"candidate": candidate, "length": length,
                              "failed": "failed at a shorter length"})
@@ -197,22 +211,29 @@ def main():
                   f"{fmt_gib(row['rss_bytes'])} | "
                   f"{fmt_gib(row['tensor_bytes'])} |")
 
-    timing = compare(args.compare_length, args.compare_repeats)
-    ours = timing["ours"]["median_ms"]
-    ratios = {"ours_vs_dense": timing["ours dense"]["median_ms"] / ours,
-              "ours_vs_keras": timing["keras"]["median_ms"] / ours}
+    timing = compare(args.candidates, args.compare_length,
+                     args.compare_repeats)
     print(f"\ninterleaved at T={args.compare_length:,} "
           f"({args.compare_repeats} runs each): "
           + ", ".join(f"{name} {value['median_ms']:,.0f} ms"
                       for name, value in timing.items()))
-    print(f"- ours / ours dense: {ratios['ours_vs_dense']:.2f}x "
-          "(target >= 2x)")
-    print(f"- ours / keras: {ratios['ours_vs_keras']:.2f}x (target >= 8x)")
-    done = [row for row in rows if row["candidate"] == "ours"
+    ratios = {}
+    for name, (ours, reference, target) in {
+            "ours_vs_dense": ("ours", "ours dense", 2),
+            "ours_vs_keras": ("ours", "keras", 8),
+            "relative_vs_dense": ("relative", "relative dense", 2)}.items():
+        if ours in timing and reference in timing:
+            ratios[name] = (timing[reference]["median_ms"]
+                            / timing[ours]["median_ms"])
+            print(f"- {ours} / {reference}: {ratios[name]:.2f}x "
+                  f"(target >= {target}x)")
+    first = args.candidates[0]
+    done = [row for row in rows if row["candidate"] == first
             and "failed" not in row]
     if len(done) >= 2:
         a, b = done[-2], done[-1]
-        print(f"- ours' memory from T={a['length']:,} to {b['length']:,} "
+        print(f"- {first}'s memory from T={a['length']:,} to "
+              f"{b['length']:,} "
               f"({b['length'] / a['length']:.0f}x the length): "
               f"{b['rss_bytes'] / max(a['rss_bytes'], 1):.1f}x the peak RSS "
               "growth (linear: the same factor)")

@@ -13,7 +13,8 @@ def test_tiny_run_prints_every_variant_and_the_cache_sizes(tmp_path):
     training = [row for row in record["rows"] if row["part"] == "training"]
     assert [row["variant"] for row in training] == [
         "plain", "gqa (2 kv heads)", "mqa (1 kv head)",
-        "sliding window 1024", "rope", "alibi", "attention_bias"]
+        "sliding window 1024", "rope", "alibi", "relative (δ=1024)",
+        "attention_bias"]
     plain = training[0]["median_ms"]
     for row in training:
         assert row["vs_plain"] == row["median_ms"] / plain

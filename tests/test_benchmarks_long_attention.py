@@ -34,3 +34,19 @@ def test_over_the_cap_is_killed_and_not_tried_again(tmp_path):
     longer = [row for row in record["rows"] if row["length"] == 128]
     assert {row["failed"] for row in longer} == {"failed at a shorter "
                                                  "length"}
+
+
+def test_relative_candidates_run_and_compare(tmp_path):
+    stdout, record = run_benchmark(
+        "long_attention.py", tmp_path, "--lengths", "64", "--repeats", "1",
+        "--compare-length", "64", "--compare-repeats", "1",
+        "--candidates", "relative", "relative dense", timeout=600)
+    assert [row["candidate"] for row in record["rows"]] == [
+        "relative", "relative dense"]
+    comparison = record["comparison"]
+    timing = comparison["timing"]
+    assert set(comparison) == {"length", "timing", "relative_vs_dense"}
+    assert comparison["relative_vs_dense"] == (
+        timing["relative dense"]["median_ms"]
+        / timing["relative"]["median_ms"])
+    assert "- relative / relative dense: " in stdout

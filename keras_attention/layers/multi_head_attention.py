@@ -87,7 +87,8 @@ class MultiHeadAttention(keras.layers.Layer):
             the weights, add the diversity penalty or drop weights out, and
             says so. `"auto"` (the default) takes `"blockwise"` when none
             of those is asked for and either the backend is JAX or PyTorch
-            or the keys number at least 1,024; else `"dense"`.
+            or the keys number at least 1,024 and the queries more than
+            one (a decoding step's weights are small); else `"dense"`.
 
     Call arguments:
         query: `(batch, query_len, query_dim)`.
@@ -486,7 +487,8 @@ class MultiHeadAttention(keras.layers.Layer):
         """Extra arguments of `ops.blockwise_attention` (subclasses)."""
         return {}
 
-    def _blockwise_core(self, return_attention_scores, training, key):
+    def _blockwise_core(self, return_attention_scores, training, key,
+                        query_length=None):
         """Whether `ops.blockwise_attention` computes the core (see
         `attention_impl`): the plain core, no weights asked for or needed
         (penalty, dropout in training). "blockwise" that cannot be is an
@@ -518,6 +520,10 @@ class MultiHeadAttention(keras.layers.Layer):
             # Their fused kernels take the plain core; a subclass's terms
             # would reach them only as a dense (T, S) bias.
             return not self._blockwise_options()
+        if query_length == 1:
+            # A decoding step: its (B, N, 1, S) weights are small, and the
+            # dense core reads grouped key/value heads without copying them.
+            return False
         key_length = key.shape[1]
         return key_length is not None and key_length >= BLOCKWISE_MIN_LENGTH
 
@@ -609,7 +615,7 @@ class MultiHeadAttention(keras.layers.Layer):
                 self.num_heads, query.shape[1], projected_key.shape[1],
             )
         if self._blockwise_core(return_attention_scores, training,
-                                projected_key):
+                                projected_key, query.shape[1]):
             context = self._blockwise(
                 query, projected_query, projected_key, projected_value,
                 padding_mask, key_padding_mask, attention_mask,

@@ -119,6 +119,9 @@ def test_auto_chooses_by_backend_length_and_what_is_asked():
     fused = BACKEND in multi_head_attention.FUSED_CORE_BACKENDS
     assert layer._blockwise_core(False, None, long_key)
     assert layer._blockwise_core(False, None, short_key) == fused
+    # One decoding step over a long cache: dense on TensorFlow.
+    assert layer._blockwise_core(False, None, long_key, 1) == fused
+    assert layer._blockwise_core(False, None, long_key, 2)
     # Weights asked for or needed: the dense core.
     assert not layer._blockwise_core(True, None, long_key)
     dropping = MultiHeadSelfAttention(num_heads=2, key_dim=4, dropout=0.1)
