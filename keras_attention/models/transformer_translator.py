@@ -8,6 +8,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
+from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import SinusoidalPositionEmbedding
 from keras_attention.layers import TransformerDecoder
@@ -34,7 +35,8 @@ class TransformerTranslator(keras.Model):
     """A Transformer translator built from the package's layers.
 
     Token embeddings scaled by √D plus sinusoidal positions (or relative
-    self-attention, see `max_relative_position`), `num_layers`
+    self-attention or RoPE: see `max_relative_position` and
+    `rope_max_wavelength`), `num_layers`
     `TransformerEncoder` and `TransformerDecoder` blocks, and an output
     projection that is, with `tie_embeddings=True`, the transpose of the
     target embedding matrix (Press & Wolf, 2017; the paper also shares it).
@@ -61,6 +63,17 @@ class TransformerTranslator(keras.Model):
             cross-attention stays plain.
         relative_values: with `max_relative_position`, also add relative
             embeddings to the values.
+        rope_max_wavelength: `None`, or rotary position embeddings in
+            every self-attention instead of the sinusoids (see
+            `MultiHeadAttention`; 10000 is the paper's).
+            One position scheme at a time: the sinusoids, relative or
+            RoPE. (Not ALiBi: its bias `-slope |i - j|` is symmetric, so a
+            bidirectional encoder with it alone maps a reversed source to
+            reversed states and cannot tell word order's direction; the
+            paper's setting is a causal language model.)
+        num_key_value_heads: `None`, or fewer key/value heads than
+            `num_heads` in every self-attention (grouped-query attention:
+            the decoder's cache shrinks by the group factor).
 
     Call arguments:
         inputs: dict with `"encoder_tokens"` `(batch, source_len)` and
@@ -100,6 +113,8 @@ class TransformerTranslator(keras.Model):
         normalize_first=False,
         max_relative_position=None,
         relative_values=False,
+        rope_max_wavelength=None,
+        num_key_value_heads=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -124,6 +139,17 @@ class TransformerTranslator(keras.Model):
             "max_relative_position", max_relative_position
         )
         self.relative_values = bool(relative_values)
+        self.rope_max_wavelength = rope_max_wavelength
+        self.num_key_value_heads = num_key_value_heads
+        schemes = {name: value for name, value in (
+            ("max_relative_position", max_relative_position),
+            ("rope_max_wavelength", rope_max_wavelength)) if value is not None}
+        if len(schemes) > 1:
+            raise ValueError(
+                "Choose one position scheme (relative or RoPE), received: "
+                + ", ".join(f"{name}={value!r}"
+                            for name, value in schemes.items())
+            )
         if share_embeddings and source_vocabulary_size != target_vocabulary_size:
             raise ValueError(
                 "`share_embeddings=True` needs equal vocabulary sizes, "
@@ -148,7 +174,7 @@ class TransformerTranslator(keras.Model):
             )
         )
         self.positions = None
-        if max_relative_position is None:
+        if not schemes:
             self.positions = SinusoidalPositionEmbedding(
                 name="positions", dtype=self.dtype_policy
             )
@@ -160,23 +186,30 @@ class TransformerTranslator(keras.Model):
             dropout=dropout, normalize_first=normalize_first,
             dtype=self.dtype_policy,
         )
-        if max_relative_position is not None and hidden_dim % num_heads:
+        plain = not schemes and num_key_value_heads is None
+        if not plain and hidden_dim % num_heads:
             raise ValueError(
                 "`hidden_dim` must be divisible by `num_heads`, received: "
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}"
             )
 
         def self_attention():
-            """A new relative self-attention per block (`None`: the blocks'
-            default `MultiHeadSelfAttention`)."""
-            if max_relative_position is None:
+            """A new self-attention per block with the position scheme and
+            key/value heads (`None`: the blocks' default
+            `MultiHeadSelfAttention`)."""
+            if plain:
                 return None
-            return RelativeAttention(
+            options = dict(
                 num_heads=num_heads, key_dim=hidden_dim // num_heads,
-                max_relative_position=max_relative_position,
-                relative_values=relative_values, dropout=dropout,
+                num_key_value_heads=num_key_value_heads, dropout=dropout,
                 dtype=self.dtype_policy, name="self_attention",
             )
+            if max_relative_position is not None:
+                return RelativeAttention(
+                    max_relative_position=max_relative_position,
+                    relative_values=relative_values, **options)
+            return MultiHeadSelfAttention(
+                rope_max_wavelength=rope_max_wavelength, **options)
 
         self.encoder_blocks = [
             TransformerEncoder(**block, self_attention=self_attention(),
@@ -348,6 +381,8 @@ class TransformerTranslator(keras.Model):
                 "normalize_first": self.normalize_first,
                 "max_relative_position": self.max_relative_position,
                 "relative_values": self.relative_values,
+                "rope_max_wavelength": self.rope_max_wavelength,
+                "num_key_value_heads": self.num_key_value_heads,
             }
         )
         return config

@@ -112,6 +112,13 @@ class TrainingConfig:
     relative_values: bool = option(
         False, "transformer, with --max-relative-position: also add "
         "relative embeddings to the values")
+    rope_max_wavelength: float | None = option(
+        None, "transformer: rotary position embeddings (RoPE) in the "
+        "self-attention instead of sinusoids, with this base (10000 in the "
+        "paper)", type=float)
+    num_key_value_heads: int | None = option(
+        None, "transformer: grouped-query self-attention with this many "
+        "key/value heads (dividing the preset's heads)", type=int)
     cell: str | None = option(
         None, "rnn: the recurrent cell (default: gru)", choices=RNN_CELLS)
     attention: str | None = option(
@@ -232,11 +239,13 @@ class TrainingConfig:
                 "`relative_values=True` needs `max_relative_position`, "
                 "received: max_relative_position=None"
             )
-        if self.model != "transformer" and self.max_relative_position:
-            raise ValueError(
-                "`max_relative_position` is a transformer option, received: "
-                f"model={self.model!r}"
-            )
+        for name in ("max_relative_position", "rope_max_wavelength",
+                     "num_key_value_heads"):
+            if self.model != "transformer" and getattr(self, name):
+                raise ValueError(
+                    f"`{name}` is a transformer option, received: "
+                    f"model={self.model!r} and {name}={getattr(self, name)!r}"
+                )
         if self.dropout is not None:
             self.dropout = _validation.rate("dropout", self.dropout)
         _validation.positive_int("epochs", self.epochs)
@@ -297,7 +306,11 @@ class TrainingConfig:
         dropout = {} if self.dropout is None else {"dropout": self.dropout}
         if self.model == "transformer":
             return {"max_relative_position": self.max_relative_position,
-                    "relative_values": self.relative_values, **dropout}
+                    "relative_values": self.relative_values,
+                    **{name: getattr(self, name) for name in (
+                        "rope_max_wavelength", "num_key_value_heads")
+                       if getattr(self, name) is not None},
+                    **dropout}
         options = {"cell": self.cell, "attention": self.attention}
         return {**{name: value for name, value in options.items()
                    if value is not None}, **dropout}

@@ -194,6 +194,21 @@ def test_alibi_golden_values():
         assert_allclose(as_numpy(weights)[0, head], want, atol=1e-6)
 
 
+def test_alibi_alone_cannot_tell_left_from_right_without_a_causal_mask():
+    """`-slope |i - j|` is symmetric: a reversed sequence gives the reversed
+    outputs (why the translator's bidirectional encoder does not offer
+    ALiBi); causal attention breaks the symmetry."""
+    layer = _built(MultiHeadSelfAttention(
+        num_heads=HEADS, key_dim=HEAD_SIZE, alibi_bias_max=8), TARGET)
+    reversed_inputs = TARGET[:, ::-1].copy()
+    assert_allclose(as_numpy(layer(reversed_inputs))[:, ::-1],
+                    layer(TARGET), atol=1e-5)
+    causal = as_numpy(layer(reversed_inputs, use_causal_mask=True))
+    assert not np.allclose(causal[:, ::-1],
+                           as_numpy(layer(TARGET, use_causal_mask=True)),
+                           atol=1e-3)
+
+
 def test_attention_bias_is_added_to_the_logits():
     """An additive bias equal to ALiBi's gives ALiBi's outputs, and a bias
     constant along each row changes nothing."""

@@ -28,8 +28,9 @@ def small(**kwargs):
 @pytest.mark.parametrize(
     "options",
     [{}, {"normalize_first": True},
-     {"max_relative_position": 2, "relative_values": True}],
-    ids=["post-norm", "pre-norm", "relative"],
+     {"max_relative_position": 2, "relative_values": True},
+     {"rope_max_wavelength": 100.0, "num_key_value_heads": 1}],
+    ids=["post-norm", "pre-norm", "relative", "rope, one kv head"],
 )
 def test_cached_steps_equal_the_teacher_forced_pass(options):
     model = small(**options)
@@ -123,6 +124,27 @@ def test_relative_positions_replace_the_sinusoids():
     np.testing.assert_allclose(reversed_memory[:, ::-1], memory, atol=1e-5)
 
 
+def test_rope_replaces_the_sinusoids_and_grouped_heads_shrink_the_cache():
+    model = small(num_key_value_heads=1, rope_max_wavelength=100.0)
+    assert model.positions is None
+    layer = model.decoder_blocks[0].self_attention
+    assert (layer.key_value_heads, layer.rope_max_wavelength) == (1, 100.0)
+    cache = model.initial_cache(*model.encode(SOURCE), max_length=5)
+    # (B, L, kv heads, H) for every decoder block's self-attention
+    assert {tuple(block["self_attention"][0].shape)
+            for block in cache.values()} == {(2, 5, 1, 8)}
+    clone = TransformerTranslator.from_config(model.get_config())
+    inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
+    clone(inputs)
+    clone.set_weights(model.get_weights())
+    np.testing.assert_allclose(clone(inputs), model(inputs), atol=1e-6)
+    # Order comes from RoPE alone: reversing the source does not just
+    # reverse the encoder states.
+    memory, _ = model.encode(SOURCE[:1, :4])
+    reversed_memory, _ = model.encode(SOURCE[:1, :4][:, ::-1])
+    assert not np.allclose(reversed_memory[:, ::-1], memory, atol=1e-3)
+
+
 @pytest.mark.parametrize("policy", ["mixed_bfloat16", "mixed_float16"])
 def test_a_model_policy_reaches_every_sub_layer(policy):
     # Under the float32 global policy: the model's own `dtype` decides, so
@@ -157,6 +179,9 @@ def test_mixed_precision_logits_are_float32():
         ({"dropout": 1.0}, "dropout=1.0"),
         ({"share_embeddings": True, "target_vocabulary_size": 31},
          "target_vocabulary_size=31"),
+        ({"max_relative_position": 2, "rope_max_wavelength": 100.0},
+         "Choose one position scheme"),
+        ({"num_key_value_heads": 3}, "num_key_value_heads=3"),
     ],
 )
 def test_bad_arguments(kwargs, message):

@@ -83,6 +83,23 @@ def test_dropout_overrides_the_presets_rate():
     assert model.get_config()["dropout"] == 0.3
 
 
+def test_rope_and_grouped_heads_reach_the_model_and_are_transformer_only():
+    from keras_attention.models import TransformerTranslator
+
+    config = TrainingConfig(rope_max_wavelength=500.0, num_key_value_heads=2)
+    options = config.model_options()
+    assert (options["rope_max_wavelength"], options["num_key_value_heads"]) \
+        == (500.0, 2)
+    assert "rope_max_wavelength" not in TrainingConfig().model_options()
+    model = TransformerTranslator.from_preset("tiny", 50, 50, **options)
+    layer = model.encoder_blocks[0].self_attention
+    assert (layer.rope_max_wavelength, layer.key_value_heads) == (500.0, 2)
+    with pytest.raises(ValueError, match=r"`num_key_value_heads` is a "
+                       r"transformer option, received: model='rnn' and "
+                       r"num_key_value_heads=2"):
+        TrainingConfig(model="rnn", num_key_value_heads=2)
+
+
 def test_epoch_checkpoints_are_the_last_ones_of_the_run(tmp_path):
     for epoch in (1, 2, 3, 4, 10):
         (tmp_path / f"epoch-{epoch:03d}.weights.h5").touch()
