@@ -77,7 +77,7 @@ class MultiHeadAttention(keras.layers.Layer):
         alibi_bias_max: number or None: ALiBi, the bias `-slope_n |i - j|`
             added to head `n`'s logits, slopes `ops.alibi_slopes(num_heads,
             alibi_bias_max)` (8 in the paper); None for none. Never a
-            `(T, S)` tensor in the block-wise core.
+            `(T, S)` tensor in the block-wise core on TensorFlow.
         attention_impl: how the core is computed. `"dense"` computes the
             `(B, N, T, S)` weights. `"blockwise"` is
             `keras_attention.ops.blockwise_attention`: on TensorFlow, exact
@@ -88,7 +88,10 @@ class MultiHeadAttention(keras.layers.Layer):
             says so. `"auto"` (the default) takes `"blockwise"` when none
             of those is asked for and either the backend is JAX or PyTorch
             or the keys number at least 1,024 and the queries more than
-            one (a decoding step's weights are small); else `"dense"`.
+            one (a decoding step's weights are small); else `"dense"`. (A
+            subclass with terms of its own, `RelativeAttention`, keeps the
+            dense core on JAX and PyTorch, whose fused kernels would take
+            its terms only as a dense bias.)
 
     Call arguments:
         query: `(batch, query_len, query_dim)`.
@@ -107,7 +110,8 @@ class MultiHeadAttention(keras.layers.Layer):
             `(batch, num_heads, query_len, key_len)`.
         training: bool; enables dropout.
         cache: optional `(key_cache, value_cache)`, each
-            `(batch, max_len, num_heads, head_size)` of projected keys and
+            `(batch, max_len, key_value_heads, head_size)` of projected
+            keys and
             values (see `compute_key_value`). With `cache_update_index`, the
             projections of `key`/`value` are written into the cache at that
             index and the whole cache is attended (self-attention decoding);
@@ -119,7 +123,9 @@ class MultiHeadAttention(keras.layers.Layer):
             window, RoPE and ALiBi.
         attention_bias: float `(batch|1, num_heads|1, query_len,
             key_len)` added to the scaled logits (a learned or computed
-            bias; differentiable in both cores), or None.
+            bias; differentiable in both cores), or None. Keep it finite
+            (mask with the masks): under a mixed policy Keras casts it to
+            the compute dtype, where a large negative may become -inf.
         query_mask, value_mask, key_mask: Keras's names (as in
             `keras.layers.MultiHeadAttention`) for `padding_mask` and
             `key_padding_mask`, `(batch, query_len)` and `(batch, key_len)`.
@@ -433,7 +439,8 @@ class MultiHeadAttention(keras.layers.Layer):
     def _attention_scores(self, projected_query, projected_key,
                           query_offset=None, use_causal_mask=False):
         """The hook scoring variants override: query `(B, T, N, H)` and
-        key `(B, S, N, H)` (the whole cache when decoding) to `(B, N, T, S)`
+        key `(B, S, K, H)` (K key/value heads; the whole cache when
+        decoding) to `(B, N, T, S)`
         float32 logits. `query_offset` is `cache_update_index` (`None`
         without a cache); `use_causal_mask` says whether it will apply."""
         return attention_ops.scaled_dot_product_scores(
@@ -443,7 +450,7 @@ class MultiHeadAttention(keras.layers.Layer):
     def _attend(self, weights, projected_value, query_offset=None,
                 use_causal_mask=False):
         """The hook value variants override: weights `(B, N, T, S)` and
-        value `(B, S, N, V)` to the context `(B, T, N, V)`; the other
+        value `(B, S, K, V)` to the context `(B, T, N, V)`; the other
         arguments as in `_attention_scores`."""
         return attention_ops.weighted_sum(weights, projected_value)
 
@@ -565,12 +572,20 @@ class MultiHeadAttention(keras.layers.Layer):
             )
         if cache is not None:
             self._check_cache(cache, cache_update_index, query.shape[1])
-            if cache_update_index is None and (
-                    self.rope_max_wavelength is not None):
+            positional = {
+                name: getattr(self, name)
+                for name in ("rope_max_wavelength", "sliding_window",
+                             "alibi_bias_max")
+                if getattr(self, name) is not None
+            }
+            if cache_update_index is None and positional:
+                name, setting = next(iter(positional.items()))
                 raise ValueError(
-                    "RoPE needs the queries' positions: with a `cache`, give "
-                    "`cache_update_index`, received: cache_update_index=None "
-                    f"and rope_max_wavelength={self.rope_max_wavelength}"
+                    f"`{name}` needs the queries' positions, which a cache "
+                    "of precomputed keys (no `cache_update_index`) does not "
+                    "give: attend the keys and values themselves, or decode "
+                    "self-attention with `cache_update_index`; received: "
+                    f"cache_update_index=None and {name}={setting!r}"
                 )
         if query_mask is None:
             query_mask = attention_ops.implicit_mask(query)

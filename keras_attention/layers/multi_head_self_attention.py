@@ -28,7 +28,7 @@ class MultiHeadSelfAttention(MultiHeadAttention):
             `(batch, num_heads, seq_len, key_len)`.
         training: bool; enables dropout.
         cache: optional `(key_cache, value_cache)`, each
-            `(batch, max_len, num_heads, head_size)`, for incremental
+            `(batch, max_len, key_value_heads, head_size)`, for incremental
             decoding; requires `cache_update_index`.
         cache_update_index: where `inputs` starts in the cache.
         attention_bias: float `(batch|1, num_heads|1, seq_len, key_len)`

@@ -38,7 +38,7 @@ class RelativeAttention(MultiHeadSelfAttention):
     (queries and keys the same positions); cached decoding uses the gather
     with absolute positions, computing only the new positions' rows. From
     1,024 keys on TensorFlow (`attention_impl="auto"`, as
-    `MultiHeadAttention`), and always on JAX and PyTorch, the core is
+    `MultiHeadAttention`; with `"blockwise"` on every backend) the core is
     `ops.blockwise_attention` with the tables: on TensorFlow each block
     of queries meets only the table rows of its distances, so no `(T, S)`
     tensor is built and long sequences take memory linear in the length.
@@ -71,7 +71,7 @@ class RelativeAttention(MultiHeadSelfAttention):
             `(batch, num_heads, seq_len, key_len)`.
         training: bool; enables dropout.
         cache: optional `(key_cache, value_cache)`, each
-            `(batch, max_len, num_heads, head_size)`, for incremental
+            `(batch, max_len, key_value_heads, head_size)`, for incremental
             decoding; requires `cache_update_index`.
         cache_update_index: where `inputs` starts in the cache, which is
             also its absolute position for the relative distances.

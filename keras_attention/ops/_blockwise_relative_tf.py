@@ -51,6 +51,27 @@ def _product(equation_shared, equation_per_head, a, table):
     return tf.einsum(equation, a, table)
 
 
+def _gathered_products(vectors, table, index):
+    """`vectors_i · table[index[i, j]]`, `(B, N, b, k)` float32: each query
+    row `(B, N, b, C)` against the table rows `(W, C)` (or `(N, W, C)`),
+    picked per pair by `index (b, k)`."""
+    table = tf.cast(table, vectors.dtype)
+    # (B, N, b, C) x (W, C) -> (B, N, b, W)
+    per_row = _product("bnqc,rc->bnqr", "bnqc,nrc->bnqr", vectors, table)
+    return tf.cast(_gather(per_row, index), tf.float32)
+
+
+def _bucketed_sums(pairs, table, index, dtype):
+    """`Σ_j pairs_ij table[index[i, j]]`, `(B, N, b, C)` float32: the
+    pairs `(B, N, b, k)` summed per table row, times the rows `(W, C)`
+    (or `(N, W, C)`), in `dtype`."""
+    buckets = _buckets(pairs, index, tf.shape(table)[-2])  # (B, N, b, W)
+    # (B, N, b, W) x (W, C) -> (B, N, b, C)
+    return tf.cast(_product("bnqr,rc->bnqc", "bnqr,nrc->bnqc",
+                            tf.cast(buckets, dtype), tf.cast(table, dtype)),
+                   tf.float32)
+
+
 class RelativeTerms:
     """The tables and the distances of one call; `None` tables are
     absent terms."""
@@ -79,52 +100,42 @@ class RelativeTerms:
                                  -self.delta, self.delta) - r_lo
         return r_lo + self.delta, r_hi + self.delta, index
 
+    def _rows(self, table, rows):
+        r_lo, r_hi, _ = rows
+        return table[..., r_lo:r_hi, :]  # (W, .) or (N, W, .)
+
     def logits(self, q_block, rows):
         """The key term `q_i · a^K_(j-i)`, `(B, N, b, k)` float32, of the
         scaled queries `(B, N, b, H)`."""
         if self.key_table is None:
             return 0.0
-        r_lo, r_hi, index = rows
-        table = tf.cast(self.key_table[..., r_lo:r_hi, :], q_block.dtype)
-        # (B, N, b, H) x (W, H) -> (B, N, b, W)
-        per_row = _product("bnqh,rh->bnqr", "bnqh,nrh->bnqr", q_block, table)
-        return tf.cast(_gather(per_row, index), tf.float32)
+        # in float32, as the dense layer computes it
+        return _gathered_products(tf.cast(q_block, tf.float32),
+                                  self._rows(self.key_table, rows), rows[2])
 
     def context(self, weights, rows, dtype):
         """The value term `Σ_j w_ij a^V_(j-i)`, `(B, N, b, D)` float32, of
         the weights `(B, N, b, k)` float32."""
         if self.value_table is None:
             return 0.0
-        r_lo, r_hi, index = rows
-        buckets = _buckets(weights, index, r_hi - r_lo)  # (B, N, b, W)
-        table = tf.cast(self.value_table[..., r_lo:r_hi, :], dtype)
-        # (B, N, b, W) x (W, D) -> (B, N, b, D)
-        return tf.cast(_product("bnqr,rd->bnqd", "bnqr,nrd->bnqd",
-                                tf.cast(buckets, dtype), table), tf.float32)
+        return _bucketed_sums(weights, self._rows(self.value_table, rows),
+                              rows[2], dtype)
 
     def weight_grads(self, grad_block, rows):
         """The value term's share of dP: `dO_i · a^V_(j-i)`, `(B, N, b,
         k)` float32, for the output gradient `(B, N, b, D)`."""
         if self.value_table is None:
             return 0.0
-        r_lo, r_hi, index = rows
-        table = tf.cast(self.value_table[..., r_lo:r_hi, :], grad_block.dtype)
-        # (B, N, b, D) x (W, D) -> (B, N, b, W)
-        per_row = _product("bnqd,rd->bnqr", "bnqd,nrd->bnqr", grad_block,
-                           table)
-        return tf.cast(_gather(per_row, index), tf.float32)
+        return _gathered_products(grad_block,
+                                  self._rows(self.value_table, rows), rows[2])
 
     def query_grads(self, dlogits, rows, dtype):
         """The key term's share of dq, `(B, N, b, H)` float32, for the
         logits' gradient `(B, N, b, k)`."""
         if self.key_table is None:
             return 0.0
-        r_lo, r_hi, index = rows
-        buckets = _buckets(dlogits, index, r_hi - r_lo)  # (B, N, b, W)
-        table = tf.cast(self.key_table[..., r_lo:r_hi, :], dtype)
-        # (B, N, b, W) x (W, H) -> (B, N, b, H)
-        return tf.cast(_product("bnqr,rh->bnqh", "bnqr,nrh->bnqh",
-                                tf.cast(buckets, dtype), table), tf.float32)
+        return _bucketed_sums(dlogits, self._rows(self.key_table, rows),
+                              rows[2], dtype)
 
     def table_grads(self, weights, dlogits, q_block, grad_block, rows):
         """The tables' gradients from one block, padded to all `R` rows

@@ -162,6 +162,10 @@ def weighted_sum(weights, value):
     if heads is None or value_heads is None or heads == value_heads:
         # (B, N, T, S) x (B, S, N, D) -> (B, T, N, D)
         return ops.einsum("bnts,bsnd->btnd", weights, value)
+    if heads % value_heads:
+        raise ValueError(
+            f"The value heads must divide the {heads} heads of the weights, "
+            f"received: value.shape={tuple(value.shape)}")
     groups = heads // value_heads
     batch, _, length, key_length = ops.shape(weights)
     # (B, N, T, S) -> (B, K, G, T, S)

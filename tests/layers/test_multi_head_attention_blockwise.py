@@ -77,6 +77,19 @@ def test_blockwise_equals_dense(name):
         assert_allclose(got, expected, atol=1e-5)
 
 
+def decoded_step_by_step(layer, inputs, padding, cache):
+    """The causal self-attention `layer` run one position at a time from
+    the empty `cache`: `(batch, len, dim)` outputs."""
+    steps = []
+    for index in range(inputs.shape[1]):
+        step, cache = layer(
+            inputs[:, index:index + 1],
+            padding_mask=padding[:, index:index + 1], use_causal_mask=True,
+            cache=cache, cache_update_index=index)
+        steps.append(as_numpy(step))
+    return np.concatenate(steps, axis=1)
+
+
 def test_cached_decoding_equals_the_full_pass():
     """Self-attention decoding one position at a time, the cache attended
     by blocks, equals the full causal pass."""
@@ -85,13 +98,8 @@ def test_cached_decoding_equals_the_full_pass():
     blockwise(TARGET)
     blockwise.set_weights(dense.get_weights())
     cache = (np.zeros((3, 9, 2, 4), "float32"),) * 2
-    steps = []
-    for index in range(9):
-        step, cache = blockwise(
-            TARGET[:, index:index + 1], padding_mask=PADDING[:, index:index + 1],
-            use_causal_mask=True, cache=cache, cache_update_index=index)
-        steps.append(as_numpy(step))
-    assert_allclose(np.concatenate(steps, axis=1), full, atol=1e-5)
+    assert_allclose(decoded_step_by_step(blockwise, TARGET, PADDING, cache),
+                    full, atol=1e-5)
 
 
 @pytest.mark.parametrize("block", [TransformerEncoder, TransformerDecoder])
@@ -224,11 +232,5 @@ def test_relative_attention_decoded_in_blocks_equals_the_full_pass(name):
     blockwise(TARGET)
     blockwise.set_weights(dense.get_weights())
     cache = (np.zeros((3, 9, 2, 4), "float32"),) * 2
-    steps = []
-    for index in range(9):
-        step, cache = blockwise(
-            TARGET[:, index:index + 1],
-            padding_mask=PADDING[:, index:index + 1], use_causal_mask=True,
-            cache=cache, cache_update_index=index)
-        steps.append(as_numpy(step))
-    assert_allclose(np.concatenate(steps, axis=1), full, atol=1e-5)
+    assert_allclose(decoded_step_by_step(blockwise, TARGET, PADDING, cache),
+                    full, atol=1e-5)

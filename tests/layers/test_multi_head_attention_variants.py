@@ -22,8 +22,12 @@ from tests.backend import as_numpy
 from tests.backend import assert_allclose
 from tests.backend import gradient
 from tests.harness import run_layer_test
+from tests.layers.test_multi_head_attention_blockwise import decoded_step_by_step
 
-keras_hub = pytest.importorskip("keras_hub")
+
+def _keras_hub():
+    """KerasHub (the `dev` extra), or a skip for the tests that need it."""
+    return pytest.importorskip("keras_hub")
 
 RNG = np.random.default_rng(11)
 BATCH, LENGTH, SOURCE_LENGTH, DIM = 2, 9, 7, 16
@@ -74,6 +78,7 @@ def test_grouped_query_attention_equals_keras(masks, window):
 
 
 def _llama_twin(ours, **options):
+    keras_hub = _keras_hub()
     llama = keras_hub.src.models.llama.llama_attention.LlamaAttention(
         num_query_heads=HEADS, num_key_value_heads=KEY_HEADS, **options)
     llama(TARGET)
@@ -132,6 +137,7 @@ def test_the_decoding_cache_holds_the_key_value_heads_only():
 
 @pytest.mark.parametrize("start_index", [0, 5])
 def test_rotary_embedding_equals_kerashub(start_index):
+    keras_hub = _keras_hub()
     x = RNG.normal(size=(BATCH, LENGTH, HEADS, 8)).astype("float32")
     positions = np.arange(LENGTH) + start_index
     got = attention_ops.rotary_embedding(x, positions, 300.0, 3.0)
@@ -166,6 +172,7 @@ def test_rope_makes_the_scores_depend_on_the_distance_only():
 def test_alibi_weights_equal_kerashub_alibi_bias_when_causal(heads):
     """KerasHub adds `slope (j - (S - 1))`, ours `-slope |i - j|`: under a
     causal mask they differ by a constant per row, so the softmax agrees."""
+    keras_hub = _keras_hub()
     layer = _built(MultiHeadSelfAttention(
         num_heads=heads, key_dim=HEAD_SIZE, alibi_bias_max=8,
         attention_impl="dense"), TARGET)
@@ -273,6 +280,30 @@ def test_blockwise_equals_dense_outputs_and_gradients(name):
         assert_allclose(got, want, atol=1e-5, err_msg=what)
 
 
+@pytest.mark.parametrize("name", ["window", "all"])
+def test_blockwise_over_several_blocks_equals_dense(name, monkeypatch):
+    """With the smallest blocks (16 rows), 40 positions take three: the
+    window's key skipping and ALiBi across blocks."""
+    from keras_attention.ops import blockwise
+
+    monkeypatch.setattr(blockwise, "_BLOCK_BYTES", 1)
+    inputs = RNG.normal(size=(BATCH, 40, DIM)).astype("float32")
+    padding = np.ones((BATCH, 40), bool)
+    padding[1, 33:] = False
+    dense = _built(MultiHeadSelfAttention(
+        num_heads=HEADS, key_dim=HEAD_SIZE, attention_impl="dense",
+        **VARIANTS[name]), inputs)
+    blockwise_layer = _built(MultiHeadSelfAttention(
+        num_heads=HEADS, key_dim=HEAD_SIZE, attention_impl="blockwise",
+        **VARIANTS[name]), inputs)
+    blockwise_layer.set_weights(dense.get_weights())
+    assert blockwise.default_block_size(BATCH, HEADS, 40, 40) == 16
+    for causal in (False, True):
+        call = dict(padding_mask=padding, use_causal_mask=causal)
+        assert_allclose(blockwise_layer(inputs, **call), dense(inputs, **call),
+                        atol=1e-5)
+
+
 @pytest.mark.parametrize("impl", ["dense", "blockwise"])
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_cached_decoding_equals_the_full_pass(name, impl):
@@ -281,14 +312,8 @@ def test_cached_decoding_equals_the_full_pass(name, impl):
     full = dense(TARGET, padding_mask=PADDING, use_causal_mask=True)
     key_heads = VARIANTS[name].get("num_key_value_heads", HEADS)
     cache = (np.zeros((BATCH, LENGTH, key_heads, HEAD_SIZE), "float32"),) * 2
-    steps = []
-    for index in range(LENGTH):
-        step, cache = layer(
-            TARGET[:, index:index + 1],
-            padding_mask=PADDING[:, index:index + 1], use_causal_mask=True,
-            cache=cache, cache_update_index=index)
-        steps.append(as_numpy(step))
-    assert_allclose(np.concatenate(steps, axis=1), full, atol=1e-5)
+    assert_allclose(decoded_step_by_step(layer, TARGET, PADDING, cache),
+                    full, atol=1e-5)
 
 
 def test_harness_with_every_variant():
@@ -360,8 +385,17 @@ def test_bad_calls_name_the_argument():
         layer(TARGET, SOURCE,
               attention_bias=np.zeros((1, HEADS, LENGTH, LENGTH), "float32"))
     keys = layer.compute_key_value(SOURCE)
-    with pytest.raises(ValueError, match="RoPE needs the queries' positions"):
+    with pytest.raises(ValueError, match="`rope_max_wavelength` needs the "
+                       "queries' positions, which a cache of precomputed "
+                       "keys"):
         layer(TARGET, cache=keys)
+    for option in ({"sliding_window": 2}, {"alibi_bias_max": 8}):
+        cross = _built(MultiHeadAttention(num_heads=HEADS, key_dim=HEAD_SIZE,
+                                          **option), TARGET, SOURCE)
+        name = next(iter(option))
+        with pytest.raises(ValueError, match=f"`{name}` needs the queries' "
+                           "positions"):
+            cross(TARGET[:, 5:6], cache=cross.compute_key_value(SOURCE))
     grouped = _built(MultiHeadSelfAttention(
         num_heads=HEADS, key_dim=HEAD_SIZE, num_key_value_heads=KEY_HEADS),
         TARGET)

@@ -355,6 +355,19 @@ BIASES = {
 }
 
 
+def test_grouped_heads_pair_query_head_n_with_key_head_n_over_g():
+    """Four query heads, two key/value heads: heads 0 and 1 read key head
+    0, heads 2 and 3 key head 1 (as keras.layers.GroupQueryAttention)."""
+    rng = np.random.default_rng(8)
+    q = rng.normal(size=(B, T, 4, H)).astype("float32")
+    k = rng.normal(size=(B, S, 2, H)).astype("float32")
+    v = rng.normal(size=(B, S, 2, D)).astype("float32")
+    want = reference(q, k[:, :, [0, 0, 1, 1]], v[:, :, [0, 0, 1, 1]],
+                     allowed_by(T, S, causal=True), 1.0 / np.sqrt(H))
+    got = blockwise_attention(q, k, v, causal=True, block_size=4)
+    assert_allclose(got, want, atol=1e-5)
+
+
 def _alibi(slopes, query_length, key_length, query_offset=0):
     """`-slope |i - j|`, `(1, N, T, S)`, written out in NumPy."""
     position = np.arange(query_length)[:, None] + query_offset
