@@ -77,6 +77,16 @@ def test_blockwise_equals_dense(name):
         assert_allclose(got, expected, atol=1e-5)
 
 
+RELATIVE_OPTIONS = {
+    "keys, shared table": dict(max_relative_position=3),
+    "keys and values, per head": dict(max_relative_position=2,
+                                      relative_values=True,
+                                      per_head_tables=True),
+    "keys and values, far": dict(max_relative_position=12,
+                                 relative_values=True),
+}
+
+
 def decoded_step_by_step(layer, inputs, padding, cache):
     """The causal self-attention `layer` run one position at a time from
     the empty `cache`: `(batch, len, dim)` outputs."""
@@ -90,10 +100,14 @@ def decoded_step_by_step(layer, inputs, padding, cache):
     return np.concatenate(steps, axis=1)
 
 
-def test_cached_decoding_equals_the_full_pass():
+@pytest.mark.parametrize("cls, options", [
+    (MultiHeadSelfAttention, {}),
+    *((RelativeAttention, options) for options in RELATIVE_OPTIONS.values()),
+], ids=["plain"] + list(RELATIVE_OPTIONS))
+def test_cached_decoding_equals_the_full_pass(cls, options):
     """Self-attention decoding one position at a time, the cache attended
-    by blocks, equals the full causal pass."""
-    dense, blockwise = twins(MultiHeadSelfAttention)
+    by blocks (relative terms included), equals the full causal pass."""
+    dense, blockwise = twins(cls, **options)
     full = dense(TARGET, padding_mask=PADDING, use_causal_mask=True)
     blockwise(TARGET)
     blockwise.set_weights(dense.get_weights())
@@ -187,14 +201,6 @@ def test_a_functional_model_with_it_trains():
     assert np.isfinite(history.history["loss"]).all()
 
 
-RELATIVE_OPTIONS = {
-    "keys, shared table": dict(max_relative_position=3),
-    "keys and values, per head": dict(max_relative_position=2,
-                                      relative_values=True,
-                                      per_head_tables=True),
-    "keys and values, far": dict(max_relative_position=12,
-                                 relative_values=True),
-}
 
 
 @pytest.mark.parametrize("name", sorted(RELATIVE_OPTIONS))
@@ -223,14 +229,3 @@ def test_relative_attention_in_blocks_equals_dense(name):
     names = ["inputs"] + [w.path for w in dense.trainable_weights]
     for what, got, expected in zip(names, grads(blockwise), grads(dense)):
         assert_allclose(got, expected, atol=1e-5, err_msg=what)
-
-
-@pytest.mark.parametrize("name", sorted(RELATIVE_OPTIONS))
-def test_relative_attention_decoded_in_blocks_equals_the_full_pass(name):
-    dense, blockwise = twins(RelativeAttention, **RELATIVE_OPTIONS[name])
-    full = dense(TARGET, padding_mask=PADDING, use_causal_mask=True)
-    blockwise(TARGET)
-    blockwise.set_weights(dense.get_weights())
-    cache = (np.zeros((3, 9, 2, 4), "float32"),) * 2
-    assert_allclose(decoded_step_by_step(blockwise, TARGET, PADDING, cache),
-                    full, atol=1e-5)
