@@ -4,6 +4,7 @@
     translator = train(TrainingConfig(preset="tiny", epochs=8))
     translator.translate(["The man sees the dog."])
     translator.evaluate(pairs)          # sacreBLEU
+    translator.evaluate(pairs, by_length=(10, 20))  # and by source length
     translator.export("models")         # models/translator/1/
 
 The `keras-attention` command line is a thin layer over these functions.
@@ -22,6 +23,10 @@ import keras
 import tensorflow as tf
 
 from keras_attention._batches import batches
+from keras_attention._length_buckets import DEFAULT_EDGES
+from keras_attention._length_buckets import bucket_index
+from keras_attention._length_buckets import bucket_labels
+from keras_attention._length_buckets import length_edges
 from keras_attention.export import TranslatorModule
 from keras_attention.export import export_translator
 from keras_attention.models import TransformerTranslator
@@ -32,8 +37,62 @@ from keras_attention.training import seq2seq
 from keras_attention.training.config import PRECISIONS  # noqa: F401
 from keras_attention.training.config import TrainingConfig
 
-__all__ = ["PRECISIONS", "TrainingConfig", "Translator", "build", "train"]
+__all__ = ["PRECISIONS", "TrainingConfig", "Translator", "bleu_by_length",
+           "build", "train"]
 build = seq2seq.build
+
+
+def bleu_by_length(sources, hypotheses, references, edges=DEFAULT_EDGES):
+    """sacreBLEU of the sentences in each source-length bucket: BLEU
+    against sentence length, Bahdanau et al. (2015), Fig. 2.
+
+    Args:
+        sources: list of `str`, the source sentences; a sentence's length
+            is its number of whitespace-separated words.
+        hypotheses: list of `str`, their translations.
+        references: list of `str`, one reference per source.
+        edges: positive, strictly increasing ints: the last length of each
+            bucket but the last. The default `(10, 15, 20, 25)` gives the
+            buckets 1-10, 11-15, 16-20, 21-25 and 26+ words (an empty
+            source counts in the first).
+
+    Returns:
+        One dict per bucket, shortest first: `words` (the bucket's label,
+        e.g. `"11-15"`), `sentences` (how many fall in it) and `bleu`
+        (the bucket's corpus sacreBLEU, as `corpus_bleu` scores the whole
+        set; None for an empty bucket).
+
+    Example:
+
+    >>> rows = bleu_by_length(
+    ...     ["Ein Hund läuft.", "Eine Katze sitzt auf der Matte."],
+    ...     ["A dog runs in the park.", "A cat."],
+    ...     ["A dog runs in the park.", "A cat sits on the mat."],
+    ...     edges=(3, 5))
+    >>> [(row["words"], row["sentences"], row["bleu"] and round(row["bleu"], 1))
+    ...  for row in rows]
+    [('1-3', 1, 100.0), ('4-5', 0, None), ('6+', 1, 0.0)]
+    """
+    edges = length_edges("edges", edges)
+    sources, hypotheses, references = (
+        list(sources), list(hypotheses), list(references))
+    if not len(sources) == len(hypotheses) == len(references):
+        raise ValueError(
+            "`sources`, `hypotheses` and `references` must have the same "
+            f"length, received: {len(sources)}, {len(hypotheses)} and "
+            f"{len(references)}"
+        )
+    members = [[] for _ in range(len(edges) + 1)]
+    for index, source in enumerate(sources):
+        members[bucket_index(len(source.split()), edges)].append(index)
+    rows = []
+    for label, indices in zip(bucket_labels(edges), members):
+        bleu = None  # an empty bucket has no score
+        if indices:
+            bleu, _ = corpus_bleu([hypotheses[i] for i in indices],
+                                  [references[i] for i in indices])
+        rows.append({"words": label, "sentences": len(indices), "bleu": bleu})
+    return rows
 
 
 class Translator:
@@ -98,22 +157,53 @@ class Translator:
                 on_batch(done)
         return translations
 
-    def attention(self, text):
-        """The translation of one `text` and the cross-attention behind it.
+    def attention(self, text, kind="cross"):
+        """The translation of one `text` and the attention behind it.
 
         Decodes as `translate` does (greedy or beam search), then runs the
-        decoder once over the chosen output for every layer's and head's
-        weights. Returns a dict: `translation` (str), `source_pieces` and
+        model once over the chosen output for every layer's and head's
+        weights of one `kind`:
+
+        - `"cross"` (default): the decoder's attention over the source,
+          `attention` `(L, N, T, S)` of layers, heads, target and source
+          pieces (`(1, 1, T, S)` for an RNN's single attention); its last
+          layer averaged over heads is the attention decoding reports
+          (`translate_with_attention`);
+        - `"encoder"`: the encoder's self-attention, `(L, N, S, S)`, rows
+          and columns the source pieces;
+        - `"decoder"`: the decoder's causal self-attention, `(L, N, T, T)`:
+          row `t` is the position that writes target piece `t`, column `j`
+          the piece it reads there (BOS, then the target's pieces but the
+          last).
+
+        Returns a dict: `translation` (str), `source_pieces` and
         `target_pieces` (subword pieces as the tokenizer writes them, the
-        target's up to and including EOS, no padding) and `attention`,
-        a float32 NumPy array `(L, N, T, S)` of layers, heads, target and
-        source pieces (`(1, 1, T, S)` for an RNN's single attention); its
-        last layer averaged over heads is the attention decoding reports
-        (`translate_with_attention`).
+        target's up to and including EOS, no padding), `kind`,
+        `row_pieces` and `column_pieces` (the labels of the attention's
+        last two axes) and `attention`, a float32 NumPy array.
+
+        Raises:
+            ValueError: for another `kind`, or a self-attention `kind` of
+                a model without self-attention (`RNNTranslator`).
         """
         if not isinstance(text, str):
             raise ValueError(
                 f"`text` must be one string, received: {type(text).__name__}"
+            )
+        methods = {"cross": "cross_attention",
+                   "encoder": "encoder_self_attention",
+                   "decoder": "decoder_self_attention"}
+        if not isinstance(kind, str) or kind not in methods:
+            raise ValueError(
+                f"`kind` must be one of {', '.join(methods)}, "
+                f"received: kind={kind!r}"
+            )
+        method = methods[kind]
+        if not hasattr(self.model, method):
+            raise ValueError(
+                f"kind={kind!r} asks for self-attention, but this "
+                f"{type(self.model).__name__} has no self-attention (only "
+                "kind='cross' can be drawn)"
             )
         result = self.module.translate_with_attention(tf.constant([text]))
         tokens = result["tokens"].numpy()[0]
@@ -126,34 +216,60 @@ class Translator:
             encoder_tokens != self.tokenizer.pad_id, tf.int32)))
         decoder_tokens = tf.constant(
             [[self.tokenizer.bos_id, *tokens[:-1]]], tf.int32)
-        weights = self.model.cross_attention(encoder_tokens, decoder_tokens)
-        weights = keras.ops.convert_to_numpy(weights)[0]  # (L, N, T, S)
+        if kind == "encoder":
+            weights = self.model.encoder_self_attention(encoder_tokens)
+        else:
+            weights = getattr(self.model, method)(encoder_tokens,
+                                                  decoder_tokens)
+        weights = keras.ops.convert_to_numpy(weights)[0]  # (L, N, rows, columns)
 
         def pieces(values, count):
             return [p.decode("utf-8") for p in values.numpy()[0][:count]]
 
+        source = pieces(result["source_pieces"], source_length)
+        target = pieces(result["pieces"], length)
+        rows, columns = target, source
+        if kind == "encoder":
+            rows = source
+        elif kind == "decoder":  # the decoder reads BOS, then its output
+            bos = self.tokenizer.id_to_piece(tf.constant(
+                [self.tokenizer.bos_id])).numpy()[0].decode("utf-8")
+            columns = [bos, *target[:-1]]
         return {
             "translation": result["translation"].numpy()[0].decode("utf-8"),
-            "source_pieces": pieces(result["source_pieces"], source_length),
-            "target_pieces": pieces(result["pieces"], length),
-            "attention": weights[..., :length, :source_length],
+            "source_pieces": source,
+            "target_pieces": target,
+            "kind": kind,
+            "row_pieces": rows,
+            "column_pieces": columns,
+            "attention": weights[..., :len(rows), :len(columns)],
         }
 
-    def evaluate(self, pairs, batch_size=64, on_batch=None):
+    def evaluate(self, pairs, batch_size=64, on_batch=None, by_length=None):
         """sacreBLEU of the translations of `pairs` against the references.
 
         `on_batch(done)`, if given, is called with the number of sentences
         translated after each batch (progress reports). Returns a dict:
         `bleu`, `signature`, `sentences`, decoding `sentences_per_second`
-        and the `hypotheses`."""
+        and the `hypotheses`; with `by_length` (bucket edges, e.g.
+        `(10, 15, 20, 25)`), also `by_length`, the rows of
+        `bleu_by_length` for the same translations."""
+        if by_length is not None:
+            by_length = length_edges("by_length", by_length)
         started = time.perf_counter()
         hypotheses = self.translate([p[0] for p in pairs], batch_size,
                                     on_batch)
         seconds = time.perf_counter() - started
-        bleu, signature = corpus_bleu(hypotheses, [p[1] for p in pairs])
-        return {"bleu": bleu, "signature": signature, "sentences": len(pairs),
-                "sentences_per_second": len(pairs) / max(seconds, 1e-9),
-                "hypotheses": hypotheses}
+        references = [p[1] for p in pairs]
+        bleu, signature = corpus_bleu(hypotheses, references)
+        result = {"bleu": bleu, "signature": signature,
+                  "sentences": len(pairs),
+                  "sentences_per_second": len(pairs) / max(seconds, 1e-9),
+                  "hypotheses": hypotheses}
+        if by_length is not None:
+            result["by_length"] = bleu_by_length(
+                [p[0] for p in pairs], hypotheses, references, by_length)
+        return result
 
     def export(self, base_path, name="translator", version=None):
         """Write `BASE/NAME/VERSION/` for TensorFlow Serving."""

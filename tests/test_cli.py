@@ -237,6 +237,31 @@ def test_argparse_errors_exit_with_2_without_traceback(tmp_path):
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("flags, edges", [
+    ([], None),
+    (["--by-length"], (10, 15, 20, 25)),
+    (["--by-length", "5,10"], (5, 10)),
+    (["--by-length", "12"], (12,)),
+])
+def test_by_length_edges(flags, edges):
+    args = cli.build_parser().parse_args(["evaluate", *flags])
+    assert args.by_length == edges
+
+
+@pytest.mark.parametrize("text", ["10,5", "10,10", "0,5", "-5", "ten",
+                                  "10,,20", "10.5", ""])
+def test_bad_by_length_edges_are_usage_errors(text, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.build_parser().parse_args(["evaluate", "--by-length", text])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (
+        "keras-attention evaluate: error: argument --by-length: must be "
+        "positive, strictly increasing word counts separated by commas "
+        f"(e.g. 10,15,20,25), received: {text!r}")
+    assert "Traceback" not in err
+
+
 def test_a_closed_port_with_url(tmp_path):
     port = free_port()
     result = run("translate", "--url", f"http://127.0.0.1:{port}",
@@ -384,27 +409,44 @@ class FakeTranslator:
             self.batches.append(batch)
             yield [text.upper() for text in batch]
 
-    def attention(self, text):
+    def attention(self, text, kind="cross"):
         """Two layers of three heads over two target pieces (and EOS) and
-        three source pieces (and EOS), distinct weights everywhere."""
+        three source pieces (and EOS), distinct weights everywhere; for a
+        self-attention `kind`, source by source or target by target (the
+        decoder's columns: BOS, then the target but EOS)."""
         import numpy as np
 
-        weights = np.arange(2 * 3 * 3 * 4, dtype="float32").reshape(
-            2, 3, 3, 4) / 100.0
-        return {"translation": text.upper(),
-                "source_pieces": ["▁a", "▁do", "g", "</s>"],
-                "target_pieces": ["▁A", "▁DOG", "</s>"],
-                "attention": weights}
+        self.kinds = getattr(self, "kinds", []) + [kind]
+        source = ["▁a", "▁do", "g", "</s>"]
+        target = ["▁A", "▁DOG", "</s>"]
+        rows, columns = {"cross": (target, source),
+                         "encoder": (source, source),
+                         "decoder": (target, ["<s>", *target[:-1]])}[kind]
+        size = 2 * 3 * len(rows) * len(columns)
+        weights = np.arange(size, dtype="float32").reshape(
+            2, 3, len(rows), len(columns)) / 100.0
+        result = {"translation": text.upper(), "source_pieces": source,
+                  "target_pieces": target, "attention": weights}
+        if kind != "cross":
+            result.update(kind=kind, row_pieces=rows, column_pieces=columns)
+        return result
 
-    def evaluate(self, pairs, batch_size=64, on_batch=None):
+    def evaluate(self, pairs, batch_size=64, on_batch=None, by_length=None):
+        from keras_attention.translator import bleu_by_length
+
         hypotheses = []
         for batch in self.translate_iter([p[0] for p in pairs], batch_size):
             hypotheses.extend(batch)
             on_batch(len(hypotheses))
         right = sum(h == p[1] for h, p in zip(hypotheses, pairs))
-        return {"bleu": 100.0 * right / len(pairs), "signature": "fake",
-                "sentences": len(pairs), "sentences_per_second": 50.0,
-                "hypotheses": hypotheses}
+        result = {"bleu": 100.0 * right / len(pairs), "signature": "fake",
+                  "sentences": len(pairs), "sentences_per_second": 50.0,
+                  "hypotheses": hypotheses}
+        if by_length is not None:  # the real buckets of the fake's output
+            result["by_length"] = bleu_by_length(
+                [p[0] for p in pairs], hypotheses, [p[1] for p in pairs],
+                by_length)
+        return result
 
 
 @pytest.fixture
@@ -455,6 +497,61 @@ def test_evaluate_a_corpus_split_with_a_limit(loaded, tmp_path, capsys):
     sources = [pair[0] for pair in load_corpus("synthetic")["val"][:5]]
     assert translator.batches == [sources]
     assert "on 5 sentences" in capsys.readouterr().out
+
+
+# Source words 4, 3, 7 and 5 (with --by-length 4,8 the first is on an edge);
+# upper-cased, the first and the third are their references.
+BY_LENGTH_PAIRS = [
+    ("a dog runs fast.", "A DOG RUNS FAST."),
+    ("the cat sleeps.", "DIE KATZE SCHLÄFT."),
+    ("the old man sees a small dog.", "THE OLD MAN SEES A SMALL DOG."),
+    ("two children read the books.", "ZWEI KINDER LESEN DIE BÜCHER."),
+]
+
+
+def sacrebleu_of(pairs):
+    import sacrebleu
+
+    return sacrebleu.BLEU().corpus_score(
+        [source.upper() for source, _ in pairs],
+        [[reference for _, reference in pairs]]).score
+
+
+@pytest.mark.parametrize("flags, expected", [
+    (["--by-length", "4,8"],
+     [("1-4", BY_LENGTH_PAIRS[:2]), ("5-8", BY_LENGTH_PAIRS[2:]),
+      ("9+", [])]),
+    (["--by-length"],  # the default edges
+     [("1-10", BY_LENGTH_PAIRS), ("11-15", []), ("16-20", []),
+      ("21-25", []), ("26+", [])]),
+])
+def test_evaluate_prints_bleu_by_source_length(loaded, tmp_path, capsys,
+                                               flags, expected):
+    (tmp_path / "test.tsv").write_text(
+        "".join(f"{source}\t{target}\n" for source, target in BY_LENGTH_PAIRS))
+    status = cli.main(["evaluate", "--model-dir", str(tmp_path / "model"),
+                       "--files", str(tmp_path / "test.tsv"), *flags])
+    assert status == 0
+    assert loaded[0].batches == [[source for source, _ in BY_LENGTH_PAIRS]]
+    bleu_line, header, *lines = capsys.readouterr().out.splitlines()
+    assert bleu_line == "BLEU = 50.00 on 4 sentences (fake); 50.0 sentences/s"
+    assert header.split() == ["source", "words", "sentences", "BLEU"]
+    rows = [line.split() for line in lines]
+    assert rows == [
+        [words, str(len(pairs)), f"{sacrebleu_of(pairs):.2f}" if pairs else "-"]
+        for words, pairs in expected]
+    assert sum(int(row[1]) for row in rows) == len(BY_LENGTH_PAIRS)
+    # Aligned: every line as wide as the header, the numbers right-aligned.
+    assert {len(line) for line in lines} == {len(header)}
+    assert all(line.endswith(row[2]) for line, row in zip(lines, rows))
+
+
+def test_evaluate_without_by_length_prints_no_table(loaded, tmp_path, capsys):
+    (tmp_path / "test.tsv").write_text("a dog.\tA DOG.\n")
+    assert cli.main(["evaluate", "--model-dir", str(tmp_path / "model"),
+                     "--files", str(tmp_path / "test.tsv")]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        "BLEU = 100.00 on 1 sentences (fake); 50.0 sentences/s"]
 
 
 class Stdin:
@@ -642,6 +739,99 @@ def test_attention_map_mistakes_are_one_line(loaded, tmp_path, capsys,
                          else f for f in flags]])
     assert status == 2
     assert_one_line_error(capsys.readouterr().err, fragment)
+
+
+def test_attention_map_of_a_model_without_attention_is_one_line(
+        loaded, tmp_path, capsys, monkeypatch):
+    """`RNNTranslator(attention=None)` has no attention to draw: its
+    error (tests/models/test_rnn_translator.py) reaches the user as one
+    line."""
+    from keras_attention.models import RNNTranslator
+
+    model = RNNTranslator(20, 20, embedding_dim=4, encoder_units=3,
+                          decoder_units=5, attention=None)
+    source = np.array([[5, 6, 7]], "int32")
+    model({"encoder_tokens": source, "decoder_tokens": source})
+    monkeypatch.setattr(
+        FakeTranslator, "attention",
+        lambda self, text, kind: model.cross_attention(source, source))
+    status = cli.main(["attention-map", "--model-dir",
+                       str(tmp_path / "model"), "a dog", "-o",
+                       str(tmp_path / "map.png")])
+    assert status == 2
+    assert_one_line_error(capsys.readouterr().err, "attention=None")
+
+
+def test_attention_map_page_of_the_encoders_self_attention(loaded, tmp_path,
+                                                           capsys):
+    from keras_attention.visualize import read_data
+
+    page = tmp_path / "map.html"
+    assert cli.main(["attention-map", "--model-dir", str(tmp_path / "model"),
+                     "--kind", "encoder", "a dog", "-o", str(page)]) == 0
+    assert loaded[0].kinds == ["encoder"]
+    text = page.read_text("utf-8")
+    data = read_data(text)
+    want = loaded[0].attention("a dog", "encoder")["attention"][..., :3, :3]
+    np.testing.assert_allclose(data["attention"], want, atol=1e-6)
+    assert data["target"] == data["source"] == ["a", "do", "·g"]
+    assert data["axes"] == ["source (query)", "source (key)"]
+    assert '<span class="role">source (query)</span>' in text
+
+
+def test_attention_map_picture_of_the_decoders_self_attention(
+        loaded, tmp_path, monkeypatch):
+    """A square map, target by target: the decoder's rows write the pieces
+    (EOS last), its columns read them (BOS first); only padding goes."""
+    from keras_attention.visualize import heatmaps
+
+    drawn = []
+    plot_heads = heatmaps.plot_heads
+
+    def spy(weights, *args, **kwargs):
+        drawn.append((np.asarray(weights), args, kwargs))
+        return plot_heads(weights, *args, **kwargs)
+
+    monkeypatch.setattr(heatmaps, "plot_heads", spy)
+    picture = tmp_path / "map.png"
+    assert cli.main(["attention-map", "--model-dir", str(tmp_path / "model"),
+                     "--kind", "decoder", "--layer", "0", "a dog", "-o",
+                     str(picture)]) == 0
+    ((weights, (rows, columns), options),) = drawn
+    want = loaded[0].attention("a dog", "decoder")["attention"][0]
+    np.testing.assert_allclose(weights, want)
+    assert weights.shape == (3, 3, 3)
+    assert rows == ["▁A", "▁DOG", "</s>"] and columns == ["<s>", "▁A", "▁DOG"]
+    assert (options["ylabel"], options["xlabel"]) == ("target (query)",
+                                                      "target (key)")
+
+
+def test_attention_map_self_attention_mistakes_are_one_line(
+        loaded, tmp_path, capsys, monkeypatch):
+    output = str(tmp_path / "map.png")
+    status = cli.main(["attention-map", "--url", "http://localhost:1",
+                       "--kind", "encoder", "a dog", "-o", output])
+    assert status == 2
+    assert_one_line_error(capsys.readouterr().err,
+                          "--kind encoder needs --model-dir")
+
+    def no_self_attention(self, text, kind):
+        raise ValueError(f"kind={kind!r} asks for self-attention, but this "
+                         "RNNTranslator has no self-attention")
+
+    monkeypatch.setattr(FakeTranslator, "attention", no_self_attention)
+    status = cli.main(["attention-map", "--model-dir",
+                       str(tmp_path / "model"), "--kind", "decoder", "a dog",
+                       "-o", output])
+    assert status == 2
+    assert_one_line_error(capsys.readouterr().err,
+                          "kind='decoder' asks for self-attention")
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["attention-map", "--model-dir", str(tmp_path / "model"),
+                  "--kind", "sideways", "a dog", "-o", output])
+    assert exit_.value.code == 2
+    assert "argument --kind: invalid choice: 'sideways'" in (
+        capsys.readouterr().err)
 
 
 # -- tf-config, and train in an Indexed Job ------------------------------------

@@ -147,6 +147,29 @@ def _evaluation_pairs(args):
         return load_corpus(corpus, args.data_dir, **languages)[split]
 
 
+def _length_table(rows):
+    """The rows of `bleu_by_length` as aligned lines: source words (left),
+    sentences and BLEU (right; `-` for an empty bucket).
+
+    >>> for line in _length_table([
+    ...         {"words": "1-10", "sentences": 12, "bleu": 31.416},
+    ...         {"words": "26+", "sentences": 0, "bleu": None}]):
+    ...     print(line)
+    source words  sentences   BLEU
+    1-10                 12  31.42
+    26+                   0      -
+    """
+    header = ("source words", "sentences", "BLEU")
+    cells = [(row["words"], str(row["sentences"]),
+              "-" if row["bleu"] is None else f"{row['bleu']:.2f}")
+             for row in rows]
+    widths = [max(len(line[column]) for line in (header, *cells))
+              for column in range(len(header))]
+    return [f"{words:<{widths[0]}}  {sentences:>{widths[1]}}  "
+            f"{bleu:>{widths[2]}}"
+            for words, sentences, bleu in (header, *cells)]
+
+
 def _evaluate(args):
     _check_evaluation_options(args)
     _check_model_dir(args.model_dir)
@@ -154,11 +177,14 @@ def _evaluate(args):
     translator = _load_translator(args)
     progress = Progress("evaluate", total=len(pairs))
     result = translator.evaluate(pairs, batch_size=args.batch_size,
-                                 on_batch=progress.update)
+                                 on_batch=progress.update,
+                                 by_length=args.by_length)
     progress.close()
     print(f"BLEU = {result['bleu']:.2f} on {result['sentences']} "
           f"sentences ({result['signature']}); "
           f"{result['sentences_per_second']:.1f} sentences/s")
+    if args.by_length is not None:
+        print("\n".join(_length_table(result["by_length"])))
     if args.output:
         with user_errors(), open(args.output, "w", encoding="utf-8") as file:
             file.writelines(line + "\n" for line in result["hypotheses"])
@@ -262,10 +288,15 @@ def _attention_map(args):
         raise UserError(f"--output {args.output}: the folder {directory} "
                         "does not exist")
     if args.url:
+        if args.kind != "cross":
+            raise UserError(f"--kind {args.kind} needs --model-dir: a served "
+                            "model gives only the cross-attention")
         result = _served_attention(args)
     else:
         _check_model_dir(args.model_dir)
-        result = _load_translator(args).attention(args.text)
+        translator = _load_translator(args)
+        with user_errors(ValueError):  # e.g. a model without attention
+            result = translator.attention(args.text, kind=args.kind)
     from keras_attention import visualize
 
     with user_errors(ValueError):

@@ -10,6 +10,8 @@ import argparse
 import dataclasses
 
 from keras_attention import __version__
+from keras_attention._length_buckets import DEFAULT_EDGES
+from keras_attention._length_buckets import length_edges
 from keras_attention.cli.errors import PROG
 from keras_attention.text.corpora import ENVIRONMENT_VARIABLE as MULTI30K_VARIABLE
 from keras_attention.text.corpora import MULTI30K_ALIASES
@@ -43,6 +45,22 @@ def _non_negative_float(text):
         raise argparse.ArgumentTypeError(
             f"must be a number >= 0, received: {text!r}")
     return value
+
+
+def _length_edges(text):
+    """`10,15,20,25` -> (10, 15, 20, 25), checked as `bleu_by_length`
+    checks its edges."""
+    try:
+        return length_edges("edges", [int(part) for part in text.split(",")])
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            "must be positive, strictly increasing word counts separated by "
+            f"commas (e.g. {_shown_edges(DEFAULT_EDGES)}), received: "
+            f"{text!r}") from None
+
+
+def _shown_edges(edges):
+    return ",".join(str(edge) for edge in edges)
 
 
 # -- options from a config dataclass ------------------------------------------
@@ -232,6 +250,13 @@ def _add_evaluate(commands):
     parser.add_argument("--output", metavar="FILE", default=None,
                         help="also write the translations to FILE, one a "
                              "line")
+    parser.add_argument("--by-length", nargs="?", type=_length_edges,
+                        const=DEFAULT_EDGES, default=None, metavar="EDGES",
+                        help="also print sacreBLEU by source length (in "
+                             "words), a row per bucket with its sentence "
+                             "count; EDGES end the buckets (default: "
+                             f"{_shown_edges(DEFAULT_EDGES)}, i.e. 1-10, "
+                             "11-15, 16-20, 21-25 and 26+ words)")
 
 
 def _add_remote(parser):
@@ -282,17 +307,27 @@ def _add_attention_map(commands):
                     "piece looked in the source: a heatmap per head of a "
                     "decoder layer and their average (.png, .svg, .pdf), "
                     "or one self-contained interactive page with every "
-                    "layer and head (.html). With --url, the served "
+                    "layer and head (.html). --kind encoder or decoder "
+                    "draws a self-attention instead (source by source, or "
+                    "target by target). With --url, the served "
                     "model's translate_with_attention signature gives the "
-                    "last layer's heads averaged.",
+                    "last layer's cross-attention, heads averaged.",
     )
     _add_model_dir(parser)
     _add_decoding(parser)
     _add_remote(parser)
+    parser.add_argument("--kind", choices=("cross", "encoder", "decoder"),
+                        default="cross",
+                        help="which attention: the decoder's over the "
+                             "source (cross, the default), the encoder's "
+                             "self-attention (encoder) or the decoder's "
+                             "(decoder); the self-attentions need a "
+                             "Transformer and a --model-dir")
     parser.add_argument("--layer", type=int, default=-1,
-                        help="the decoder layer a picture shows, counted "
-                             "from 0, negative from the end (default: -1, "
-                             "the last)")
+                        help="the layer a picture shows (of the decoder, "
+                             "or of the encoder with --kind encoder), "
+                             "counted from 0, negative from the end "
+                             "(default: -1, the last)")
     parser.add_argument("-o", "--output", required=True, metavar="FILE",
                         help="where to write: map.png, map.svg, map.pdf or "
                              "map.html")

@@ -1,5 +1,6 @@
 """`AttentionRNNDecoder`: a recurrent decoder that attends a memory at every
-step (Bahdanau, Cho, Bengio 2015).
+step (Bahdanau, Cho, Bengio 2015; Luong, Pham, Manning 2015), or, without
+attention, reads one fixed context vector (Cho et al. 2014).
 
 Letters: B batch, T target length, S source (memory) length, E input size,
 U recurrent units, M memory size, K prepared key size.
@@ -22,13 +23,16 @@ ATTENTIONS = {
     "scaled_dot": ScaledDotAttention,
 }
 CELLS = {"gru": keras.layers.GRUCell, "lstm": keras.layers.LSTMCell}
+# Where the query comes from: the state before the step (Bahdanau) or the
+# state the step computes (Luong).
+QUERIES = ("previous", "current")
 
 
 def serialize_attention(attention):
-    """The `attention` argument for a config: a name as it is, a layer as
-    its serialized config without build state (it is rebuilt with the
-    decoder)."""
-    if isinstance(attention, str):
+    """The `attention` argument for a config: a name or None as it is, a
+    layer as its serialized config without build state (it is rebuilt with
+    the decoder)."""
+    if attention is None or isinstance(attention, str):
         return attention
     config = keras.saving.serialize_keras_object(attention)
     config.pop("build_config", None)
@@ -39,14 +43,26 @@ def serialize_attention(attention):
 class AttentionRNNDecoder(keras.layers.Layer):
     """A GRU or LSTM decoder with attention over a memory at every step.
 
-    At step t, with the previous state `s_{t-1}` as the query, a
-    `ScoreAttention` layer weighs the memory (the encoder's annotations
-    `h_i`): `α_ti = softmax_i(score(s_{t-1}, h_i))`, `c_t = Σ_i α_ti h_i`.
-    The recurrence is then fed the input and the context,
-    `s_t = f(s_{t-1}, [y_{t-1}; c_t])` (Bahdanau et al.'s decoder: the
-    context of every step is fed back into the recurrence). The layer
-    returns the states and the contexts, from which a model computes its
-    output `g(y_{t-1}, s_t, c_t)`.
+    With `query="previous"` (Bahdanau et al.; the default), at step t the
+    previous state `s_{t-1}` is the query: a `ScoreAttention` layer weighs
+    the memory (the encoder's annotations `h_i`),
+    `α_ti = softmax_i(score(s_{t-1}, h_i))`, `c_t = Σ_i α_ti h_i`, and the
+    recurrence is fed the input and the context,
+    `s_t = f(s_{t-1}, [y_{t-1}; c_t])`. The layer returns `s_t` and `c_t`.
+
+    With `query="current"` (Luong et al.'s global attention), the
+    recurrence runs first, `h_t = f(h_{t-1}, [y_{t-1}; h̃_{t-1}])`, its
+    state is the query, `c_t = Σ_i softmax_i(score(h_t, h_i)) h_i`, and
+    the step's output is the attentional hidden state
+    `h̃_t = tanh(W_c [c_t; h_t])`. Feeding `h̃_{t-1}` back into the
+    recurrence is Luong's input feeding (`input_feeding`, on by default
+    with this query; `h̃_0 = 0`); without it the recurrence sees `y_{t-1}`
+    only. The layer returns `h̃_t` and `c_t`, and the recurrent state list
+    ends with `h̃_t` when input feeding is on.
+
+    With `attention=None` there is no attention (the encoder-decoder of Cho
+    et al. and Sutskever et al.): `memory` is one vector per sequence
+    `(B, M)`, the context of every step, `s_t = f(s_{t-1}, [y_{t-1}; c])`.
 
     The key-side part of the score (`U h_i` for the additive score) is
     computed once per memory (`prepare_memory`), not at every step. `step`
@@ -59,28 +75,35 @@ class AttentionRNNDecoder(keras.layers.Layer):
         cell: `"gru"` or `"lstm"`.
         attention: the score function: `"additive"` (Bahdanau; default),
             `"dot"`, `"general"`, `"scaled_dot"` (Luong et al.), a
-            `ScoreAttention` layer, or such a layer's serialized config.
-            Dot scores need `units` equal to the memory size.
+            `ScoreAttention` layer, such a layer's serialized config, or
+            `None` (no attention). Dot scores need `units` equal to the
+            memory size.
         attention_units: the additive score's hidden size (default `units`).
+        query: `"previous"` (Bahdanau) or `"current"` (Luong).
+        input_feeding: feed `h̃_{t-1}` to the recurrence; only with
+            `query="current"`, where `None` (the default) means True.
         **kwargs: base layer arguments (`name`, `dtype`, ...).
 
     Call arguments:
         inputs: `(batch, target_len, input_dim)`, the embedded previous
             tokens `y_{t-1}`.
-        memory: `(batch, source_len, memory_dim)`.
+        memory: `(batch, source_len, memory_dim)`, or `(batch, memory_dim)`
+            with `attention=None`.
         initial_state: the starting state: a list of `(batch, units)`
-            tensors (one for a GRU, `[h, c]` for an LSTM), or one
-            `(batch, units)` tensor `s_0` (see `states_from`).
+            tensors (as `states_from` makes them), or one `(batch, units)`
+            tensor `s_0` (see `states_from`).
         memory_mask: `(batch, source_len)` boolean; False positions get no
             weight.
         prepared_memory: `prepare_memory(memory)`, when the caller has it.
-        return_attention_scores: bool; also return the weights.
+        return_attention_scores: bool; also return the weights (not with
+            `attention=None`).
         training: bool.
 
     Returns:
-        `(states (batch, target_len, units), contexts (batch, target_len,
+        `(outputs (batch, target_len, units), contexts (batch, target_len,
         memory_dim))`, then the weights `(batch, target_len, source_len)` if
-        `return_attention_scores`.
+        `return_attention_scores`. The outputs are the states `s_t`, or
+        `h̃_t` with `query="current"`.
 
     Example:
 
@@ -99,16 +122,26 @@ class AttentionRNNDecoder(keras.layers.Layer):
     ...     inputs[:, 0], state, memory, keys)
     >>> bool(np.allclose(first, states[:, 0], atol=1e-6))
     True
+    >>> luong = AttentionRNNDecoder(units=8, attention="general",
+    ...                             query="current")
+    >>> attentional, contexts = luong(
+    ...     inputs, memory, luong.states_from(np.zeros((2, 8), "float32")))
+    >>> tuple(attentional.shape), len(luong.states_from(np.zeros((2, 8))))
+    ((2, 4, 8), 2)
 
     Reference:
         Bahdanau, Cho, Bengio. "Neural Machine Translation by Jointly Learning
         to Align and Translate", ICLR 2015, section 3.1 and appendix A.
         Luong, Pham, Manning. "Effective Approaches to Attention-based Neural
-        Machine Translation", EMNLP 2015 (the dot and general scores).
+        Machine Translation", EMNLP 2015, sections 3 and 3.3 (the scores,
+        the attentional hidden state, input feeding).
+        Cho et al. "Learning Phrase Representations using RNN
+        Encoder-Decoder for Statistical Machine Translation", EMNLP 2014.
     """
 
     def __init__(self, units, cell="gru", attention="additive",
-                 attention_units=None, **kwargs):
+                 attention_units=None, query="previous", input_feeding=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.units = _validation.positive_int("units", units)
         self.cell_type = _validation.choice("cell", cell, CELLS)
@@ -119,13 +152,29 @@ class AttentionRNNDecoder(keras.layers.Layer):
             _validation.choice("attention", attention, ATTENTIONS)
         elif isinstance(attention, dict):
             attention = keras.saving.deserialize_keras_object(attention)
-        if not isinstance(attention, (str, ScoreAttention)):
+        if attention is not None and not isinstance(
+                attention, (str, ScoreAttention)):
             raise ValueError(
                 "`attention` must be one of "
                 f"{sorted(ATTENTIONS)}, a ScoreAttention layer or its config, "
-                f"received: attention={attention!r}"
+                f"or None, received: attention={attention!r}"
             )
         self.attention = attention
+        self.query = _validation.choice("query", query, QUERIES)
+        if attention is None and query != "previous":
+            raise ValueError(
+                "`query` chooses the attention's query, and there is no "
+                f"attention, received: attention=None, query={query!r}"
+            )
+        if input_feeding is None:
+            input_feeding = query == "current"
+        if input_feeding and query != "current":
+            raise ValueError(
+                "`input_feeding` feeds back Luong's attentional state, which "
+                "only `query='current'` computes, received: "
+                f"query={query!r}, input_feeding={input_feeding!r}"
+            )
+        self.input_feeding = bool(input_feeding)
 
     def _make_attention(self):
         if not isinstance(self.attention, str):
@@ -139,8 +188,13 @@ class AttentionRNNDecoder(keras.layers.Layer):
     def build(self, inputs_shape, memory_shape, initial_state_shape=None):
         _validation.rank("inputs", inputs_shape, (2, 3),
                          "(batch, target_len, input_dim)")
-        _validation.rank("memory", memory_shape, (3,),
-                         "(batch, source_len, memory_dim)")
+        if self.attention is None:
+            _validation.rank("memory", memory_shape, (2,),
+                             "(batch, memory_dim): the one context vector "
+                             "of a decoder without attention")
+        else:
+            _validation.rank("memory", memory_shape, (3,),
+                             "(batch, source_len, memory_dim)")
         memory_dim = memory_shape[-1]
         if self.attention in ("dot", "scaled_dot") and memory_dim != self.units:
             raise ValueError(
@@ -148,25 +202,63 @@ class AttentionRNNDecoder(keras.layers.Layer):
                 f"memory size, received: units={self.units}, memory size "
                 f"{memory_dim}"
             )
-        self.attention_layer = self._make_attention()
-        if not self.attention_layer.built:  # a layer given built keeps its weights
-            self.attention_layer.build((inputs_shape[0], self.units),
-                                       memory_shape)
+        self.attention_layer = None
+        if self.attention is not None:
+            self.attention_layer = self._make_attention()
+            if not self.attention_layer.built:  # given built: keeps weights
+                self.attention_layer.build((inputs_shape[0], self.units),
+                                           memory_shape)
         self.cell = CELLS[self.cell_type](
             self.units, dtype=self.dtype_policy, name="cell"
         )
-        self.cell.build((inputs_shape[0], inputs_shape[-1] + memory_dim))
+        fed = {"previous": memory_dim, "current": 0}[self.query]
+        if self.input_feeding:
+            fed = self.units  # h̃_{t-1}
+        self.cell.build((inputs_shape[0], inputs_shape[-1] + fed))
+        self.attentional = None
+        if self.query == "current":
+            # W_c of h̃_t = tanh(W_c [c_t; h_t]) (no bias, as in the paper).
+            self.attentional = keras.layers.Dense(
+                self.units, activation="tanh", use_bias=False,
+                dtype=self.dtype_policy, name="attentional",
+            )
+            self.attentional.build((inputs_shape[0], memory_dim + self.units))
 
     def states_from(self, hidden):
         """The recurrent state list whose output state is `hidden (B, U)`:
-        `[hidden]` for a GRU, `[hidden, zeros]` for an LSTM."""
+        `[hidden]` for a GRU, `[hidden, zeros]` for an LSTM, followed by
+        `h̃_0 = zeros` with input feeding."""
+        states = [hidden]
         if self.cell_type == "lstm":
-            return [hidden, ops.zeros_like(hidden)]
-        return [hidden]
+            states.append(ops.zeros_like(hidden))
+        if self.input_feeding:
+            states.append(ops.zeros_like(hidden))
+        return states
 
     def prepare_memory(self, memory):
-        """The key-side part of the score `(B, S, K)`, once per memory."""
+        """The key-side part of the score `(B, S, K)`, once per memory
+        (without attention, the memory itself: nothing to prepare)."""
+        if self.attention_layer is None:
+            return memory
         return self.attention_layer.prepare_key(memory)
+
+    def _attend(self, query, memory, prepared_memory, memory_mask, training):
+        return self.attention_layer(
+            query, memory, key_padding_mask=memory_mask,
+            prepared_key=prepared_memory, return_attention_scores=True,
+            training=training,
+        )  # (B, M), (B, S)
+
+    def _recur(self, parts, states, training):
+        """The cell on the concatenated `parts`; `(output, new states)`."""
+        cell_input = ops.concatenate(
+            [ops.cast(part, self.compute_dtype) for part in parts], axis=-1
+        )
+        output, new_states = self.cell(cell_input, list(states),
+                                       training=training)
+        if not isinstance(new_states, (list, tuple)):
+            new_states = [new_states]
+        return output, list(new_states)
 
     def step(self, inputs, states, memory, prepared_memory,
              memory_mask=None, training=None):
@@ -175,40 +267,58 @@ class AttentionRNNDecoder(keras.layers.Layer):
         Args:
             inputs: `(B, E)`, the embedded previous token.
             states: the recurrent state list (each `(B, U)`).
-            memory: `(B, S, M)`.
+            memory: `(B, S, M)`, or `(B, M)` without attention.
             prepared_memory: `prepare_memory(memory)`.
             memory_mask: `(B, S)` boolean.
 
         Returns:
-            `(state (B, U), context (B, M), weights (B, S), new states)`.
+            `(output (B, U), context (B, M), weights (B, S) or None without
+            attention, new states)`.
         """
-        query = states[0]  # s_{t-1} (B, U)
-        context, weights = self.attention_layer(
-            query, memory, key_padding_mask=memory_mask,
-            prepared_key=prepared_memory, return_attention_scores=True,
-            training=training,
-        )  # (B, M), (B, S)
-        cell_input = ops.concatenate(
-            [ops.cast(inputs, self.compute_dtype),
-             ops.cast(context, self.compute_dtype)], axis=-1,
-        )  # (B, E + M)
-        output, new_states = self.cell(cell_input, list(states),
-                                       training=training)
-        if not isinstance(new_states, (list, tuple)):
-            new_states = [new_states]
-        return output, context, weights, list(new_states)
+        states = list(states)
+        if self.attention_layer is None:
+            output, new_states = self._recur([inputs, memory], states,
+                                             training)
+            return output, memory, None, new_states
+        if self.query == "previous":
+            query = states[0]  # s_{t-1} (B, U)
+            context, weights = self._attend(query, memory, prepared_memory,
+                                            memory_mask, training)
+            output, new_states = self._recur([inputs, context], states,
+                                             training)
+            return output, context, weights, new_states
+        # Luong: h_t from [y_{t-1}; h̃_{t-1}], then h_t is the query.
+        if self.input_feeding:
+            hidden, cell_states = self._recur(
+                [inputs, states[-1]], states[:-1], training)
+        else:
+            hidden, cell_states = self._recur([inputs], states, training)
+        context, weights = self._attend(hidden, memory, prepared_memory,
+                                        memory_mask, training)
+        attentional = self.attentional(ops.concatenate(
+            [ops.cast(context, self.compute_dtype),
+             ops.cast(hidden, self.compute_dtype)], axis=-1))  # h̃_t (B, U)
+        if self.input_feeding:
+            cell_states = cell_states + [attentional]
+        return attentional, context, weights, cell_states
 
     def call(self, inputs, memory, initial_state, memory_mask=None,
              prepared_memory=None, return_attention_scores=False,
              training=None):
         _validation.rank("inputs", inputs.shape, (3,),
                          "(batch, target_len, input_dim)")
+        if return_attention_scores and self.attention is None:
+            raise ValueError(
+                "A decoder without attention has no attention weights, "
+                "received: return_attention_scores=True with attention=None"
+            )
         if not isinstance(initial_state, (list, tuple)):
             initial_state = self.states_from(initial_state)
         prepared = prepared_memory
         if prepared is None:
             prepared = self.prepare_memory(memory)  # (B, S, K)
-        batch, source_len = ops.shape(memory)[0], ops.shape(memory)[1]
+        batch = ops.shape(memory)[0]
+        attends = self.attention_layer is not None
 
         # `ops.scan` wants each step's output to have the carry's structure,
         # so the carry holds the last step's output, context and weights.
@@ -221,16 +331,19 @@ class AttentionRNNDecoder(keras.layers.Layer):
                 "states": states,
                 "output": ops.cast(output, self.compute_dtype),
                 "context": ops.cast(context, self.compute_dtype),
-                "weights": ops.cast(weights, "float32"),
             }
+            if attends:
+                carry["weights"] = ops.cast(weights, "float32")
             return carry, carry
 
         initial = {
             "states": list(initial_state),
             "output": ops.zeros((batch, self.units), self.compute_dtype),
             "context": ops.zeros((batch, memory.shape[-1]), self.compute_dtype),
-            "weights": ops.zeros((batch, source_len), "float32"),
         }
+        if attends:
+            initial["weights"] = ops.zeros((batch, ops.shape(memory)[1]),
+                                           "float32")
         # Scan over time: (B, T, E) -> (T, B, E).
         _, steps = ops.scan(body, initial, ops.moveaxis(inputs, 1, 0))
         outputs = ops.moveaxis(steps["output"], 0, 1)  # (B, T, U)
@@ -248,6 +361,8 @@ class AttentionRNNDecoder(keras.layers.Layer):
                 "cell": self.cell_type,
                 "attention": serialize_attention(self.attention),
                 "attention_units": self.attention_units,
+                "query": self.query,
+                "input_feeding": self.input_feeding,
             }
         )
         return config

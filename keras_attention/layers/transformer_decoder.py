@@ -63,12 +63,19 @@ class TransformerDecoder(TransformerBlock):
             starts in the cache.
         return_attention_scores: bool; also return the cross-attention
             weights `(batch, num_heads, target_len, source_len)`.
+        return_self_attention_scores: bool; also return the
+            self-attention weights as the layer gives them, `(batch,
+            num_heads, target_len, key_len)` for the default and
+            `RelativeAttention` (key_len is target_len in a full pass, the
+            cache length with a cache). Off by default: the weights are
+            then not asked for.
         training: bool; enables dropout.
 
     Returns:
         `outputs (batch, target_len, dim)`; then the cross-attention weights
-        if `return_attention_scores`; then the updated cache if `cache` was
-        given (a tuple when there is more than one item).
+        if `return_attention_scores`; then the self-attention weights if
+        `return_self_attention_scores`; then the updated cache if `cache`
+        was given (a tuple when there is more than one item).
 
     Example:
 
@@ -250,6 +257,7 @@ class TransformerDecoder(TransformerBlock):
         cache=None,
         cache_update_index=None,
         return_attention_scores=False,
+        return_self_attention_scores=False,
         training=None,
     ):
         cross_cache = None if cache is None else cache.get("cross_attention")
@@ -297,13 +305,17 @@ class TransformerDecoder(TransformerBlock):
         x = self._pre_norm(decoder_sequence, self.self_attention_layer_norm)
         attended = self._call_self_attention(
             x, decoder_padding_mask, decoder_attention_mask, use_causal_mask,
-            False, training,
+            return_self_attention_scores, training,
             cache=None if cache is None else cache["self_attention"],
             cache_update_index=cache_update_index,
-        )
+        )  # output[, weights][, cache]
+        self_scores = None
+        if return_self_attention_scores:
+            attended, self_scores, *self_cache = attended
+        elif cache is not None:
+            attended, *self_cache = attended
         if cache is not None:
-            attended, self_cache = attended
-            cache = dict(cache, self_attention=self_cache)
+            cache = dict(cache, self_attention=self_cache[0])
         x = self._residual(
             decoder_sequence, attended, self.self_attention_layer_norm,
             self.self_attention_dropout, training,
@@ -338,6 +350,8 @@ class TransformerDecoder(TransformerBlock):
         results = (outputs,)
         if return_attention_scores:
             results += (scores,)
+        if return_self_attention_scores:
+            results += (self_scores,)
         if cache is not None:
             results += (cache,)
         return results[0] if len(results) == 1 else results

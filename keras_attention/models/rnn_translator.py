@@ -1,5 +1,6 @@
 """`RNNTranslator`: the RNN encoder-decoder with attention of Bahdanau et
-al. (2015), with Luong et al.'s (2015) scores as options.
+al. (2015), with Luong et al.'s (2015) scores and query as options, and
+without attention (Cho et al. 2014) as the baseline.
 
 Letters: B batch, S source length, T target length, E embedding size,
 H encoder units per direction, M = 2H memory size, U decoder units,
@@ -29,7 +30,7 @@ RNN_LAYERS = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM}
 
 @keras.saving.register_keras_serializable(package="keras_attention")
 class RNNTranslator(keras.Model):
-    """An RNN encoder-decoder translator with attention.
+    """An RNN encoder-decoder translator, with attention or without.
 
     Encoder: embeddings and `num_layers` bidirectional GRU (or LSTM)
     layers; the annotations are `h_i = [h→_i; h←_i]` `(B, S, 2H)`.
@@ -39,6 +40,19 @@ class RNNTranslator(keras.Model):
     the unpadded annotations. Output: `g(y_{t-1}, s_t, c_t)`, a tanh layer
     of size E on the three, followed by the transpose of the target
     embedding matrix (`tie_embeddings=True`) or a projection to V.
+
+    With `query="current"` the decoder is Luong et al.'s: the state the
+    step computes is the query and `s_t` above is the attentional state
+    `h̃_t = tanh(W_c [c_t; h_t])`, fed back into the next step
+    (`input_feeding`).
+
+    With `attention=None` (the encoder-decoder of Cho et al. 2014, the
+    baseline attention is measured against) the decoder's only view of
+    the source is one vector, the encoder's final states
+    `c = [h→_last; h←_1]` (the forward RNN at the last real position, the
+    backward RNN at the first), which replaces `c_t` at every step and
+    the mean in `s_0 = tanh(W_s c)`. The encoder is the same, so the two
+    differ only by the attention.
 
     The model follows the package's decoding protocol (`encode`,
     `initial_cache`, `decode_step`; see `keras_attention.decoding`): its
@@ -54,8 +68,12 @@ class RNNTranslator(keras.Model):
         cell: `"gru"` or `"lstm"`, for the encoder and the decoder.
         attention: `"additive"`, `"dot"`, `"general"`, `"scaled_dot"`, a
             `ScoreAttention` layer or its config (dot scores need
-            `decoder_units == 2 * encoder_units`).
+            `decoder_units == 2 * encoder_units`), or None (no attention).
         attention_units: the additive score's hidden size.
+        query: `"previous"` (Bahdanau) or `"current"` (Luong); see
+            `AttentionRNNDecoder`.
+        input_feeding: Luong's input feeding (default: on with
+            `query="current"`).
         dropout: dropout on the embeddings, the annotations and the output
             layer.
         pad_id: the padding token id; padded positions are masked.
@@ -86,6 +104,8 @@ class RNNTranslator(keras.Model):
         to Align and Translate", ICLR 2015.
         Luong, Pham, Manning. "Effective Approaches to Attention-based Neural
         Machine Translation", EMNLP 2015.
+        Cho et al. "Learning Phrase Representations using RNN
+        Encoder-Decoder for Statistical Machine Translation", EMNLP 2014.
         Sennrich et al. "Nematus: a Toolkit for Neural Machine Translation",
         EACL 2017 (mean-annotation initial state, tied output embeddings).
     """
@@ -104,6 +124,8 @@ class RNNTranslator(keras.Model):
         cell="gru",
         attention="additive",
         attention_units=None,
+        query="previous",
+        input_feeding=None,
         dropout=0.1,
         pad_id=0,
         tie_embeddings=True,
@@ -182,10 +204,13 @@ class RNNTranslator(keras.Model):
         )
         self.decoder = AttentionRNNDecoder(
             decoder_units, cell=cell, attention=attention,
-            attention_units=attention_units, dtype=self.dtype_policy,
+            attention_units=attention_units, query=query,
+            input_feeding=input_feeding, dtype=self.dtype_policy,
             name="decoder",
         )
         self.attention = self.decoder.attention
+        self.query = self.decoder.query
+        self.input_feeding = self.decoder.input_feeding
         self.output_hidden = keras.layers.Dense(
             embedding_dim, activation="tanh", dtype=self.dtype_policy,
             name="output_hidden",
@@ -226,17 +251,34 @@ class RNNTranslator(keras.Model):
         x = x * ops.cast(ops.expand_dims(source_mask, -1), x.dtype)
         return x, source_mask
 
+    def final_states(self, memory, source_mask):
+        """The encoder's final states `c = [h→_last; h←_1]` `(B, 2H)`, read
+        from the annotations `(B, S, 2H)`: the forward half at each
+        sequence's last real position, the backward half at position 0."""
+        half = self.encoder_units
+        length = ops.sum(ops.cast(source_mask, "int32"), axis=1)  # (B,)
+        last = ops.maximum(length - 1, 0)[:, None, None]  # (B, 1, 1)
+        forward = ops.take_along_axis(memory[..., :half], last, axis=1)
+        return ops.concatenate([forward[:, 0], memory[:, 0, half:]], axis=-1)
+
     def initial_cache(self, memory, source_mask, max_length=None):
         """The decoder's starting cache: the recurrent state
-        `s_0 = tanh(W_s mean_i h_i)`, the memory and its prepared keys.
-        (`max_length` is not needed: the state does not grow.)"""
+        `s_0 = tanh(W_s mean_i h_i)`, the memory and its prepared keys;
+        without attention, `s_0 = tanh(W_s c)` and the context `c`
+        `(B, 2H)` as the memory. (`max_length` is not needed: the state
+        does not grow.)"""
+        if self.attention is None:
+            memory = self.final_states(memory, source_mask)  # c (B, 2H)
+            summary = ops.cast(memory, "float32")
+        else:
+            # The mean of the real annotations, summed in float32.
+            weights = ops.cast(ops.expand_dims(source_mask, -1), "float32")
+            count = ops.maximum(ops.sum(weights, axis=1), 1)  # (B, 1)
+            summary = ops.sum(ops.cast(memory, "float32") * weights,
+                              axis=1) / count  # (B, 2H)
         if not self.decoder.built:
             self.decoder.build((None, None, self.embedding_dim), memory.shape)
-        # The mean of the real annotations, summed in float32.
-        weights = ops.cast(ops.expand_dims(source_mask, -1), "float32")
-        count = ops.maximum(ops.sum(weights, axis=1), 1)  # (B, 1)
-        mean = ops.sum(ops.cast(memory, "float32") * weights, axis=1) / count
-        states = self.decoder.states_from(self.bridge(mean))  # mean (B, 2H)
+        states = self.decoder.states_from(self.bridge(summary))
         return {
             "states": states,
             "memory": memory,
@@ -262,23 +304,34 @@ class RNNTranslator(keras.Model):
                return_attention_scores=False):
         """Logits `(B, T, V)` for a whole target prefix (teacher forcing),
         and, if asked, the attention weights `(B, T, S)`."""
+        self._check_attends(return_attention_scores)
         cache = self.initial_cache(memory, source_mask)
         embedded = self.embedding_dropout(
             self.target_embedding(decoder_tokens), training=training
         )  # (B, T, E)
-        states, contexts, weights = self.decoder(
-            embedded, memory, cache["states"], memory_mask=source_mask,
-            prepared_memory=cache["keys"], return_attention_scores=True,
+        outputs = self.decoder(
+            embedded, cache["memory"], cache["states"],
+            memory_mask=source_mask, prepared_memory=cache["keys"],
+            return_attention_scores=return_attention_scores,
             training=training,
-        )  # (B, T, U), (B, T, M), (B, T, S)
-        logits = self._logits(embedded, states, contexts, training)
-        return (logits, weights) if return_attention_scores else logits
+        )  # (B, T, U), (B, T, M)[, (B, T, S)]
+        logits = self._logits(embedded, outputs[0], outputs[1], training)
+        return (logits, outputs[2]) if return_attention_scores else logits
+
+    def _check_attends(self, asked=True):
+        if asked and self.attention is None:
+            raise ValueError(
+                "This translator has no attention to show (it was built "
+                "with attention=None: the encoder-decoder without "
+                "attention)"
+            )
 
     def cross_attention(self, encoder_tokens, decoder_tokens):
         """The attention weights as `(B, L=1, N=1, T, S)` float32, teacher
         forced on `decoder_tokens (B, T)` (BOS, then the output but its
         last token): the shape `TransformerTranslator` gives, one layer and
         one head."""
+        self._check_attends()
         memory, source_mask = self.encode(encoder_tokens)
         _, weights = self.decode(decoder_tokens, memory, source_mask,
                                  return_attention_scores=True)  # (B, T, S)
@@ -299,7 +352,8 @@ class RNNTranslator(keras.Model):
             source_mask: `(B, S)` from `encode`.
 
         Returns:
-            `(logits (B, V), cache, attention (B, S))`.
+            `(logits (B, V), cache, attention (B, S))`; without attention,
+            the attention is zeros.
         """
         embedded = self.target_embedding(tokens[:, 0])  # (B, E)
         state, context, weights, states = self.decoder.step(
@@ -308,6 +362,8 @@ class RNNTranslator(keras.Model):
         )
         logits = self._logits(embedded, state, context)
         cache = dict(cache, states=states)
+        if weights is None:  # no attention
+            weights = ops.zeros(ops.shape(source_mask), "float32")
         return logits, cache, ops.cast(weights, "float32")
 
     def get_config(self):
@@ -323,6 +379,8 @@ class RNNTranslator(keras.Model):
                 "cell": self.cell,
                 "attention": serialize_attention(self.attention),
                 "attention_units": self.attention_units,
+                "query": self.query,
+                "input_feeding": self.input_feeding,
                 "dropout": self.dropout,
                 "pad_id": self.pad_id,
                 "tie_embeddings": self.tie_embeddings,

@@ -1,7 +1,8 @@
 """`TransformerTranslator`: the encoder-decoder of Vaswani et al. (2017).
 
-Letters: B batch, S source length, T target length, L cache length,
-D model size, V vocabulary size.
+Letters: B batch, S source length, T target length, L cache length (or
+layers, in the attention of every block), N heads, D model size,
+V vocabulary size.
 """
 
 import keras
@@ -254,14 +255,26 @@ class TransformerTranslator(keras.Model):
 
     def encode(self, encoder_tokens, training=None):
         """Encoder states `(B, S, D)` and the source padding mask `(B, S)`."""
+        x, source_mask, _ = self._encode_blocks(encoder_tokens, training)
+        return x, source_mask
+
+    def _encode_blocks(self, encoder_tokens, training=None, scores=False):
+        """Encoder states `(B, S, D)`, the source padding mask `(B, S)` and,
+        if `scores`, every block's self-attention `(B, N, S, S)` (else no
+        block is asked for its weights)."""
         source_mask = ops.not_equal(encoder_tokens, self.pad_id)
         x = self._embed(self.source_embedding, encoder_tokens,
                         training=training)
+        block_scores = []
         for block in self.encoder_blocks:
-            x = block(x, padding_mask=source_mask, training=training)
+            x = block(x, padding_mask=source_mask,
+                      return_attention_scores=scores, training=training)
+            if scores:
+                x, attention = x
+                block_scores.append(attention)
         if self.final_norms is not None:
             x = self.final_norms[0](x)
-        return x, source_mask
+        return x, source_mask, block_scores
 
     def _logits(self, x):
         if self.final_norms is not None:
@@ -288,11 +301,12 @@ class TransformerTranslator(keras.Model):
         return (logits, scores[-1]) if return_attention_scores else logits
 
     def _decode_blocks(self, decoder_tokens, memory, source_mask,
-                       training=None, scores=None):
-        """The last block's states `(B, T, D)` and the cross-attention
-        `(B, N, T, S)` of the blocks `scores` names (`None`, `"last"` or
-        `"all"`), teacher forced. Blocks not named are not asked for
-        theirs."""
+                       training=None, scores=None, attention="cross"):
+        """The last block's states `(B, T, D)` and the weights of the
+        blocks `scores` names (`None`, `"last"` or `"all"`), teacher
+        forced: the cross-attention `(B, N, T, S)`, or with
+        `attention="self"` the causal self-attention `(B, N, T, T)`. Blocks
+        not named are not asked for theirs."""
         target_mask = ops.not_equal(decoder_tokens, self.pad_id)
         x = self._embed(self.target_embedding, decoder_tokens,
                         training=training)
@@ -303,11 +317,13 @@ class TransformerTranslator(keras.Model):
             x = block(
                 x, memory, decoder_padding_mask=target_mask,
                 encoder_padding_mask=source_mask,
-                return_attention_scores=wanted, training=training,
+                return_attention_scores=wanted and attention == "cross",
+                return_self_attention_scores=wanted and attention == "self",
+                training=training,
             )
             if wanted:
-                x, attention = x
-                block_scores.append(attention)
+                x, weights = x
+                block_scores.append(weights)
         return x, block_scores
 
     def cross_attention(self, encoder_tokens, decoder_tokens):
@@ -318,6 +334,23 @@ class TransformerTranslator(keras.Model):
         memory, source_mask = self.encode(encoder_tokens)
         _, scores = self._decode_blocks(decoder_tokens, memory, source_mask,
                                         scores="all")
+        return ops.cast(ops.stack(scores, axis=1), "float32")
+
+    def encoder_self_attention(self, encoder_tokens):
+        """Every encoder block's self-attention, every head: float32
+        `(B, L, N, S, S)` over `encoder_tokens (B, S)`; padded keys get 0."""
+        _, _, scores = self._encode_blocks(encoder_tokens, scores=True)
+        return ops.cast(ops.stack(scores, axis=1), "float32")
+
+    def decoder_self_attention(self, encoder_tokens, decoder_tokens):
+        """Every decoder block's causal self-attention, every head: float32
+        `(B, L, N, T, T)`, teacher forced on `decoder_tokens (B, T)` as
+        `cross_attention` is (row `t` is the position that predicts output
+        `t`; column `j` is the decoder input at `j`, BOS first). Zero above
+        the diagonal and at padded keys."""
+        memory, source_mask = self.encode(encoder_tokens)
+        _, scores = self._decode_blocks(decoder_tokens, memory, source_mask,
+                                        scores="all", attention="self")
         return ops.cast(ops.stack(scores, axis=1), "float32")
 
     def call(self, inputs, training=None):

@@ -29,7 +29,8 @@ RNN_CELLS = ("gru", "lstm")
 # The RNN presets whose decoder is as wide as the annotations (2 x encoder
 # units), as dot scores need (a test checks this against the presets).
 RNN_DOT_PRESETS = ("tiny", "small")
-RNN_ATTENTIONS = ("additive", "dot", "general", "scaled_dot")
+RNN_ATTENTIONS = ("additive", "dot", "general", "scaled_dot", "none")
+RNN_QUERIES = ("previous", "current")
 # What a run uses for each option below that it leaves unset (None): the
 # generic settings, and a corpus's own recipe over them. Multi30k's recipe
 # is the one its benchmark measured best on `val` (README, "Multi30k
@@ -124,8 +125,15 @@ class TrainingConfig:
     attention: str | None = option(
         None, "rnn: the score function: additive (Bahdanau; the default), "
         "dot, general or scaled_dot (Luong; dot and scaled_dot need the "
-        "decoder as wide as the annotations: presets tiny and small)",
+        "decoder as wide as the annotations: presets tiny and small), or "
+        "none (the encoder-decoder without attention, Cho et al. 2014: the "
+        "decoder sees only the encoder's final states)",
         choices=RNN_ATTENTIONS)
+    query: str | None = option(
+        None, "rnn: the attention's query: previous (the state before the "
+        "step, Bahdanau; the default) or current (the state the step "
+        "computes, with Luong et al.'s attentional state and input "
+        "feeding)", choices=RNN_QUERIES)
     vocabulary_size: int | None = option(
         None, "joint source/target SentencePiece vocabulary size (an upper "
         "bound; default: 8000 with --corpus multi30k, 1000 otherwise)",
@@ -193,11 +201,19 @@ class TrainingConfig:
             _validation.choice("cell", self.cell, RNN_CELLS)
         if self.attention is not None:
             _validation.choice("attention", self.attention, RNN_ATTENTIONS)
-        if self.model != "rnn" and (self.cell or self.attention):
+        if self.query is not None:
+            _validation.choice("query", self.query, RNN_QUERIES)
+        if self.model != "rnn" and (self.cell or self.attention
+                                    or self.query):
             raise ValueError(
-                "`cell` and `attention` are rnn options, received: "
+                "`cell`, `attention` and `query` are rnn options, received: "
                 f"model={self.model!r}, cell={self.cell!r}, "
-                f"attention={self.attention!r}"
+                f"attention={self.attention!r}, query={self.query!r}"
+            )
+        if self.attention == "none" and self.query == "current":
+            raise ValueError(
+                "`query` chooses the attention's query, and there is no "
+                "attention, received: attention='none', query='current'"
             )
         if (self.attention in ("dot", "scaled_dot")
                 and self.preset not in RNN_DOT_PRESETS):
@@ -311,6 +327,10 @@ class TrainingConfig:
                         "rope_max_wavelength", "num_key_value_heads")
                        if getattr(self, name) is not None},
                     **dropout}
-        options = {"cell": self.cell, "attention": self.attention}
-        return {**{name: value for name, value in options.items()
-                   if value is not None}, **dropout}
+        options = {"cell": self.cell, "attention": self.attention,
+                   "query": self.query}
+        options = {name: value for name, value in options.items()
+                   if value is not None}
+        if options.get("attention") == "none":
+            options["attention"] = None
+        return {**options, **dropout}

@@ -1,7 +1,9 @@
 """The viewer's stylesheet and script, inlined into every page it writes (no
 server, no network). The script reads the JSON in `#ka-attention-data`:
 `{"layers": [L names], "heads": [N names], "target": [T labels],
-"source": [S labels], "attention": L x N x T x S numbers}`.
+"source": [S labels], "attention": L x N x T x S numbers}` ("target" and
+"source" are the rows and the columns, whatever they are: `"axes"` names
+them for the page's reader).
 
 Page contract (the browser test relies on it): `#ka-layer` and `#ka-head`
 are the selects (head value `"avg"` is the mean over heads); `#ka-numbers`
@@ -18,8 +20,8 @@ h1 { font-size: 16px; margin: 0 0 8px; }
 .controls { display: flex; gap: 16px; align-items: center; margin-bottom: 8px;
   font-size: 13px; }
 .row { display: flex; align-items: flex-start; margin: 4px 0; }
-.role { width: 56px; flex: none; font-size: 12px; color: #666;
-  padding-top: 4px; }
+.role { min-width: 56px; flex: none; font-size: 12px; color: #666;
+  padding: 4px 6px 0 0; }
 .tokens { display: flex; flex-wrap: wrap; gap: 3px; }
 .token { display: inline-flex; flex-direction: column; align-items: center;
   padding: 2px 4px; border: 1px solid #ccc; border-radius: 3px;

@@ -153,7 +153,7 @@ def plot_attention(weights, target_tokens=None, source_tokens=None, *,
 def plot_heads(weights, target_tokens=None, source_tokens=None, *,
                head_names=None, average=True, columns=None, title=None,
                path=None, values=False, cmap="viridis", clean=True,
-               max_tokens=MAX_TOKENS, dpi=100):
+               max_tokens=MAX_TOKENS, dpi=100, xlabel=None, ylabel=None):
     """A grid of heatmaps, one per head, plus their average.
 
     Args:
@@ -166,6 +166,8 @@ def plot_heads(weights, target_tokens=None, source_tokens=None, *,
         columns: panels per row; default `ceil(sqrt(panels))`.
         title, path, values, cmap, clean, max_tokens, dpi: as in
             `plot_attention`; all panels share one colour scale.
+        xlabel, ylabel: the figure's column and row axis titles (none by
+            default).
 
     Returns:
         The `Figure`; `figure.axes[:panels]` are the panels in order (the
@@ -207,6 +209,10 @@ def plot_heads(weights, target_tokens=None, source_tokens=None, *,
     figure.colorbar(image, ax=list(axes[:len(panels)]), shrink=0.8)
     if title is not None:
         figure.suptitle(title)
+    if xlabel is not None:
+        figure.supxlabel(xlabel)
+    if ylabel is not None:
+        figure.supylabel(ylabel)
     if path is not None:
         save(figure, path, dpi)
     return figure

@@ -47,6 +47,10 @@ class AttentionViewer:
         target_tokens: `T` labels of the rows (queries), pieces or words.
         source_tokens: `S` labels of the columns (keys).
         layer_names, head_names: default `"layer 0"`, ..., `"head 0"`, ...
+        row_name, column_name: what the rows (queries) and the columns
+            (keys) are, shown beside their tokens: `"target"` and
+            `"source"` by default; e.g. `"source (query)"` and
+            `"source (key)"` for an encoder's self-attention.
         title: the page's heading.
         clean: clean SentencePiece pieces for display (`labels`).
         decimals: weights are stored rounded to this many decimals.
@@ -66,7 +70,8 @@ class AttentionViewer:
 
     def __init__(self, attention, target_tokens, source_tokens, *,
                  layer_names=None, head_names=None, title="Attention",
-                 clean=True, decimals=6, max_tokens=MAX_TOKENS):
+                 clean=True, decimals=6, max_tokens=MAX_TOKENS,
+                 row_name="target", column_name="source"):
         weights = _arrays.weights_array(
             "attention", attention, (2, 3, 4), "(L, N, T, S), (N, T, S) or (T, S)"
         )
@@ -90,6 +95,7 @@ class AttentionViewer:
         self.head_names = _arrays.names("head_names", head_names, heads,
                                         "head")
         self.title = str(title)
+        self.row_name, self.column_name = str(row_name), str(column_name)
         self.decimals = _validation.non_negative_int("decimals", decimals)
         _validation.positive_int("max_tokens", max_tokens)
         _arrays.max_tokens_check(max_tokens, target_tokens=rows,
@@ -105,12 +111,15 @@ class AttentionViewer:
             "source": self.source_tokens,
             "target_pieces": self.target_pieces,
             "source_pieces": self.source_pieces,
+            "axes": [self.row_name, self.column_name],
             "attention": weights.tolist(),  # (L, N, T, S)
         }
 
     def to_html(self):
         """The whole page, as a string."""
         title = html.escape(self.title)
+        rows, columns = (html.escape(self.row_name),
+                         html.escape(self.column_name))
         return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -125,13 +134,13 @@ class AttentionViewer:
 <label>Head <select id="ka-head"></select></label>
 <label><input type="checkbox" id="ka-numbers"> Show weights</label>
 </div>
-<div class="row"><span class="role">target</span>
+<div class="row"><span class="role">{rows}</span>
 <div id="ka-target" class="tokens"></div></div>
-<div class="row"><span class="role">source</span>
+<div class="row"><span class="role">{columns}</span>
 <div id="ka-source" class="tokens"></div></div>
-<p class="hint">Hover a target token to shade the source tokens by its
-attention; hover a source token to shade the target tokens attending to it.
-Rows of the table are target tokens, columns source tokens.</p>
+<p class="hint">Hover a {rows} token to shade the {columns} tokens by its
+attention; hover a {columns} token to shade the {rows} tokens attending to it.
+Rows of the table are {rows} tokens, columns {columns} tokens.</p>
 <table id="ka-matrix"></table>
 <script type="application/json" id="{DATA_ID}">{_script_json(self.data())}</script>
 <script>{_viewer_assets.SCRIPT}</script>

@@ -23,19 +23,25 @@ MEMORY_MASK = np.array([[1, 1, 1, 1, 1], [1, 1, 1, 0, 0]], bool)
 @pytest.mark.parametrize(
     "options",
     [{"cell": "gru", "attention": "additive", "attention_units": 5},
-     {"cell": "lstm", "attention": "general"}],
-    ids=["gru-additive", "lstm-general"],
+     {"cell": "lstm", "attention": "general"},
+     {"cell": "gru", "attention": "general", "query": "current"},
+     {"cell": "lstm", "attention": None}],
+    ids=["gru-additive", "lstm-general", "luong", "no-attention"],
 )
 def test_shared_harness(options):
+    attends = options["attention"] is not None
     run_layer_test(
         AttentionRNNDecoder,
         {"units": UNITS, **options},
-        # The cell's kernel, recurrent kernel and bias, and the score's
-        # weights: (W1, W2, b, v) additive, W general.
-        expected_num_trainable_weights=3 + {"additive": 4, "general": 1}[
-            options["attention"]],
-        inputs={"inputs": INPUTS, "memory": MEMORY, "initial_state": STATE,
-         "memory_mask": MEMORY_MASK},
+        # The cell's kernel, recurrent kernel and bias, the score's
+        # weights ((W1, W2, b, v) additive, W general) and Luong's W_c.
+        expected_num_trainable_weights=3 + {
+            "additive": 4, "general": 1, None: 0}[options["attention"]]
+        + (options.get("query") == "current"),
+        inputs={"inputs": INPUTS,
+                "memory": MEMORY if attends else MEMORY[:, 0],
+                "initial_state": STATE,
+                **({"memory_mask": MEMORY_MASK} if attends else {})},
         expected_output_shape=(BATCH, TARGET_LEN, UNITS),
         atol=1e-5,
     )
@@ -73,9 +79,97 @@ def test_one_step_matches_a_numpy_reference():
     assert float(np.abs(as_numpy(got_alpha)[1, 3:]).max()) == 0.0
 
 
+def _luong_step(decoder, inputs, hidden, cell_state, fed):
+    """Luong et al.'s step in NumPy with the decoder's weights (general
+    score, input feeding): `(h̃_t, c_t, α_t, h_t, cell state)`."""
+    cell_input = np.concatenate([inputs, fed], -1)
+    if decoder.cell_type == "lstm":
+        hidden, (_, cell_state) = decoder.cell(cell_input,
+                                               [hidden, cell_state])
+    else:
+        hidden, _ = decoder.cell(cell_input, [hidden])
+    hidden = as_numpy(hidden)
+    w = as_numpy(decoder.attention_layer.kernel)
+    scores = np.einsum("bq,qk,bsk->bs", hidden, w, MEMORY)  # h_t^T W h_i
+    alpha = _softmax(np.where(MEMORY_MASK, scores, -np.inf))
+    context = np.einsum("bs,bsm->bm", alpha, MEMORY)
+    w_c = as_numpy(decoder.attentional.kernel)
+    attentional = np.tanh(np.concatenate([context, hidden], -1) @ w_c)
+    return attentional, context, alpha, hidden, as_numpy(cell_state)
+
+
 @pytest.mark.parametrize("cell", ["gru", "lstm"])
-def test_steps_equal_the_whole_sequence(cell):
-    decoder = AttentionRNNDecoder(UNITS, cell=cell)
+def test_luong_steps_match_a_numpy_reference(cell):
+    """h_t = f(h_{t-1}, [y_{t-1}; h̃_{t-1}]), α from h_t,
+    h̃_t = tanh(W_c [c_t; h_t]); h̃_0 = 0, and h̃ is fed back."""
+    decoder = AttentionRNNDecoder(UNITS, cell=cell, attention="general",
+                                  query="current")
+    outputs, contexts, weights = decoder(
+        INPUTS, MEMORY, STATE, memory_mask=MEMORY_MASK,
+        return_attention_scores=True)
+    hidden, cell_state = STATE, np.zeros_like(STATE)
+    fed = np.zeros_like(STATE)
+    for t in range(TARGET_LEN):
+        fed, context, alpha, hidden, cell_state = _luong_step(
+            decoder, INPUTS[:, t], hidden, cell_state, fed)
+        assert_allclose(outputs[:, t], fed, atol=1e-5)
+        assert_allclose(contexts[:, t], context, atol=1e-5)
+        assert_allclose(weights[:, t], alpha, atol=1e-6)
+    state = decoder.states_from(STATE)
+    assert len(state) == {"gru": 2, "lstm": 3}[cell]  # ..., h̃
+    assert float(np.abs(as_numpy(state[-1])).max()) == 0.0
+
+
+def test_luong_without_input_feeding_reads_only_the_input():
+    decoder = AttentionRNNDecoder(UNITS, attention="general",
+                                  query="current", input_feeding=False)
+    outputs, _ = decoder(INPUTS, MEMORY, STATE, memory_mask=MEMORY_MASK)
+    assert len(decoder.states_from(STATE)) == 1
+    assert decoder.cell.kernel.shape[0] == INPUTS.shape[-1]
+    hidden, _ = decoder.cell(INPUTS[:, 0], [STATE])
+    attentional, _, _, _ = decoder.step(
+        INPUTS[:, 0], [STATE], MEMORY, decoder.prepare_memory(MEMORY),
+        MEMORY_MASK)
+    w = as_numpy(decoder.attention_layer.kernel)
+    hidden = as_numpy(hidden)
+    alpha = _softmax(np.where(
+        MEMORY_MASK, np.einsum("bq,qk,bsk->bs", hidden, w, MEMORY), -np.inf))
+    context = np.einsum("bs,bsm->bm", alpha, MEMORY)
+    expected = np.tanh(np.concatenate([context, hidden], -1)
+                       @ as_numpy(decoder.attentional.kernel))
+    assert_allclose(attentional, expected, atol=1e-5)
+    assert_allclose(outputs[:, 0], expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_without_attention_every_step_reads_the_one_context(cell):
+    """Cho et al.: s_t = f(s_{t-1}, [y_{t-1}; c]) with the same c."""
+    decoder = AttentionRNNDecoder(UNITS, cell=cell, attention=None)
+    context = MEMORY[:, 0]  # (B, M)
+    outputs, contexts = decoder(INPUTS, context, STATE)
+    states = decoder.states_from(STATE)
+    for t in range(TARGET_LEN):
+        cell_input = np.concatenate([INPUTS[:, t], context], -1)
+        expected, states = decoder.cell(cell_input, states)
+        assert_allclose(outputs[:, t], expected, atol=1e-5)
+        assert_allclose(contexts[:, t], context, atol=1e-6)
+    output, step_context, weights, _ = decoder.step(
+        INPUTS[:, 0], decoder.states_from(STATE), context,
+        decoder.prepare_memory(context))
+    assert weights is None
+    assert_allclose(output, outputs[:, 0], atol=1e-6)
+    with pytest.raises(ValueError, match="return_attention_scores=True"):
+        decoder(INPUTS, context, STATE, return_attention_scores=True)
+    with pytest.raises(ValueError, match="memory"):
+        AttentionRNNDecoder(UNITS, attention=None)(INPUTS, MEMORY, STATE)
+
+
+@pytest.mark.parametrize(
+    "options", [{"cell": "gru"}, {"cell": "lstm"},
+                {"cell": "lstm", "attention": "general", "query": "current"}],
+    ids=["gru", "lstm", "luong-lstm"])
+def test_steps_equal_the_whole_sequence(options):
+    decoder = AttentionRNNDecoder(UNITS, **options)
     states, contexts, weights = decoder(
         INPUTS, MEMORY, STATE, memory_mask=MEMORY_MASK,
         return_attention_scores=True,
@@ -131,3 +225,24 @@ def test_argument_errors_name_the_argument():
         AttentionRNNDecoder(0)
     with pytest.raises(ValueError, match="units=8, memory size 6"):
         AttentionRNNDecoder(UNITS, attention="dot")(INPUTS, MEMORY, STATE)
+    with pytest.raises(ValueError, match="query='next'"):
+        AttentionRNNDecoder(UNITS, query="next")
+    with pytest.raises(ValueError, match="attention=None, query='current'"):
+        AttentionRNNDecoder(UNITS, attention=None, query="current")
+    with pytest.raises(ValueError,
+                       match="query='previous', input_feeding=True"):
+        AttentionRNNDecoder(UNITS, input_feeding=True)
+
+
+@pytest.mark.parametrize(
+    "options", [{"attention": "general", "query": "current"},
+                {"attention": "general", "query": "current",
+                 "input_feeding": False},
+                {"attention": None}],
+    ids=["luong", "luong-no-feeding", "no-attention"])
+def test_new_options_round_trip_their_config(options):
+    decoder = AttentionRNNDecoder(UNITS, **options)
+    clone = AttentionRNNDecoder.from_config(decoder.get_config())
+    assert clone.get_config() == decoder.get_config()
+    assert (clone.query, clone.input_feeding, clone.attention) == (
+        decoder.query, decoder.input_feeding, decoder.attention)

@@ -29,9 +29,11 @@ def small(**options):
     "options",
     [{}, {"cell": "lstm"}, {"attention": "dot"}, {"attention": "general"},
      {"attention": "scaled_dot", "num_layers": 2},
-     {"tie_embeddings": False, "share_embeddings": True}],
+     {"tie_embeddings": False, "share_embeddings": True},
+     {"attention": "general", "query": "current"},
+     {"cell": "lstm", "query": "current", "input_feeding": False}],
     ids=["gru-additive", "lstm", "dot", "general", "scaled-dot-2-layers",
-         "untied-shared"],
+         "untied-shared", "luong", "luong-lstm-additive-no-feeding"],
 )
 def test_cached_steps_equal_the_teacher_forced_pass(options):
     model = small(**options)
@@ -65,6 +67,45 @@ def test_padding_does_not_change_a_sentence(options):
     np.testing.assert_allclose(alone[0], padded[1, :3], atol=1e-5)
 
 
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_without_attention_the_decoder_sees_only_the_final_states(cell):
+    """Cho et al.'s encoder-decoder: c = [h→ at the last real token;
+    h← at the first], the only view of the source; cached == teacher
+    forced; padding changes nothing; no attention to show."""
+    model = small(cell=cell, attention=None, num_layers=2)
+    memory, source_mask = model.encode(SOURCE)
+    c = np.array(model.final_states(memory, source_mask))
+    annotations = np.array(memory)
+    np.testing.assert_allclose(c[0, :6], annotations[0, 4, :6])
+    np.testing.assert_allclose(c[1, :6], annotations[1, 2, :6])  # 3 real
+    np.testing.assert_allclose(c[:, 6:], annotations[:, 0, 6:])
+    full = model.decode(TARGET, memory, source_mask)
+    cache = model.initial_cache(memory, source_mask)
+    np.testing.assert_allclose(cache["memory"], c, atol=1e-6)
+    for index in range(TARGET.shape[1]):
+        logits, cache, weights = model.decode_step(
+            TARGET[:, index:index + 1], index, cache, source_mask)
+        np.testing.assert_allclose(logits, full[:, index], atol=1e-5)
+        assert np.array(weights).shape == SOURCE.shape
+        assert np.abs(np.array(weights)).max() == 0.0
+    # The source reaches the logits only through c: annotations that
+    # differ except at the two read positions give the same logits.
+    changed = annotations.copy()
+    changed[0, 1:4] += 5.0
+    np.testing.assert_allclose(
+        model.decode(TARGET, changed, source_mask)[0], full[0], atol=1e-6)
+    padded = model({"encoder_tokens": SOURCE, "decoder_tokens": TARGET})
+    alone = model({"encoder_tokens": SOURCE[1:, :3],
+                   "decoder_tokens": TARGET[1:, :3]})
+    np.testing.assert_allclose(alone[0], padded[1, :3], atol=1e-5)
+    with pytest.raises(ValueError, match="attention=None"):
+        model.cross_attention(SOURCE, TARGET)
+    with pytest.raises(ValueError, match="attention=None"):
+        model.decode(TARGET, memory, source_mask,
+                     return_attention_scores=True)
+    assert not any("attention" in w.path for w in model.weights)
+
+
 def test_logits_depend_only_on_earlier_target_tokens():
     model = small()
     embedded = model.target_embedding(TARGET)
@@ -92,10 +133,13 @@ def test_tied_and_shared_embeddings():
 
 
 @pytest.mark.parametrize(
-    "attention", ["general", GeneralAttention(name="bilinear")],
-    ids=["by-name", "a-layer"])
-def test_config_and_keras_serialization_round_trip(attention):
-    model = small(cell="lstm", attention=attention)
+    "options", [{"attention": "general"},
+                {"attention": GeneralAttention(name="bilinear")},
+                {"attention": "general", "query": "current"},
+                {"attention": None}],
+    ids=["by-name", "a-layer", "luong", "no-attention"])
+def test_config_and_keras_serialization_round_trip(options):
+    model = small(cell="lstm", **options)
     inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
     config = keras.saving.serialize_keras_object(model)
     clone = keras.saving.deserialize_keras_object(config)
@@ -156,3 +200,14 @@ def test_the_config_knows_which_presets_take_dot_scores():
     assert TrainingConfig(model="rnn").model_options() == {}
     assert TrainingConfig(model="rnn", cell="lstm").model_options() == {
         "cell": "lstm"}
+    assert TrainingConfig(model="rnn", attention="none").model_options() == {
+        "attention": None}
+    assert TrainingConfig(model="rnn", attention="general",
+                          query="current").model_options() == {
+        "attention": "general", "query": "current"}
+    with pytest.raises(ValueError, match="query='next'"):
+        TrainingConfig(model="rnn", query="next")
+    with pytest.raises(ValueError, match="model='transformer'.*query='current'"):
+        TrainingConfig(query="current")
+    with pytest.raises(ValueError, match="attention='none', query='current'"):
+        TrainingConfig(model="rnn", attention="none", query="current")

@@ -191,3 +191,102 @@ def test_bad_arguments(kwargs, message):
     config.update(kwargs)
     with pytest.raises(ValueError, match=message):
         TransformerTranslator(**config)
+
+
+# -- self-attention of every block --------------------------------------------
+
+def _softmax_of_one_head(layer, inputs, allowed, head=0):
+    """NumPy `softmax(q k^T / sqrt(H))` of head `head` of a
+    `MultiHeadSelfAttention` from its weights: inputs `(T, D)`, allowed
+    `(T, T)` booleans."""
+    def project(dense):
+        kernel = np.array(dense.kernel)
+        kernel = kernel.reshape(kernel.shape[0], -1, kernel.shape[-1])
+        bias = np.array(dense.bias).reshape(kernel.shape[1:])
+        return (np.einsum("td,dnh->tnh", inputs, kernel) + bias)[:, head]
+    query, key = project(layer.query_dense), project(layer.key_dense)
+    logits = query @ key.T / np.sqrt(query.shape[-1])  # (T, T)
+    logits = np.where(allowed, logits, -np.inf)
+    weights = np.exp(logits - logits.max(-1, keepdims=True))
+    return weights / weights.sum(-1, keepdims=True)
+
+
+@pytest.mark.parametrize(
+    "options", [{}, {"normalize_first": True},
+                {"max_relative_position": 2, "relative_values": True},
+                {"rope_max_wavelength": 100.0, "num_key_value_heads": 1}],
+    ids=["post-norm", "pre-norm", "relative", "rope, one kv head"])
+def test_self_attention_of_every_block_is_masked_and_normalized(options):
+    model = small(num_layers=3, **options)
+    encoder = np.array(model.encoder_self_attention(SOURCE))
+    decoder = np.array(model.decoder_self_attention(SOURCE, TARGET))
+    assert encoder.shape == (2, 3, 2, 6, 6)  # (B, L, N, S, S)
+    assert decoder.shape == (2, 3, 2, 5, 5)  # (B, L, N, T, T)
+    assert encoder.dtype == decoder.dtype == np.float32
+    for weights, tokens in ((encoder, SOURCE), (decoder, TARGET)):
+        real = tokens != 0  # (B, length)
+        for example in range(2):
+            rows = weights[example][..., real[example], :]
+            np.testing.assert_allclose(rows.sum(-1), 1.0, atol=1e-5)
+            assert np.all(weights[example][..., ~real[example]] == 0.0)
+    # The decoder's is causal: nothing above the diagonal.
+    above = np.triu(np.ones((5, 5), bool), k=1)
+    assert np.all(decoder[..., above] == 0.0)
+    assert not np.allclose(decoder[:, 0], decoder[:, -1], atol=1e-3)
+    # The logits do not change once the weights were asked for.
+    inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
+    logits = np.array(model(inputs))
+    model.encoder_self_attention(SOURCE)
+    np.testing.assert_allclose(model(inputs), logits, atol=1e-6)
+
+
+def test_self_attention_equals_the_blocks_own_and_a_numpy_softmax():
+    model = small(num_layers=3)
+    encoder = np.array(model.encoder_self_attention(SOURCE))
+    decoder = np.array(model.decoder_self_attention(SOURCE, TARGET))
+    # The last encoder block called directly on its input.
+    source_mask = SOURCE != 0
+    x = model._embed(model.source_embedding, SOURCE)
+    for block in model.encoder_blocks[:-1]:
+        x = block(x, padding_mask=source_mask)
+    _, direct = model.encoder_blocks[-1](x, padding_mask=source_mask,
+                                         return_attention_scores=True)
+    np.testing.assert_allclose(encoder[:, -1], direct, atol=1e-6)
+    # Head 1 of the first blocks, from their weights: post-norm blocks see
+    # the embeddings themselves.
+    source = np.array(model._embed(model.source_embedding, SOURCE))
+    target = np.array(model._embed(model.target_embedding, TARGET))
+    causal = np.tril(np.ones((5, 5), bool))
+    for example in range(2):
+        real = SOURCE[example] != 0
+        want = _softmax_of_one_head(
+            model.encoder_blocks[0].self_attention, source[example],
+            np.broadcast_to(real, (6, 6)), head=1)
+        np.testing.assert_allclose(encoder[example, 0, 1][real], want[real],
+                                   atol=1e-5)
+        real = TARGET[example] != 0
+        want = _softmax_of_one_head(
+            model.decoder_blocks[0].self_attention, target[example],
+            causal & real, head=1)
+        np.testing.assert_allclose(decoder[example, 0, 1][real], want[real],
+                                   atol=1e-5)
+
+
+def test_decoder_blocks_return_self_attention_with_a_cache():
+    """The block's `return_self_attention_scores` in an incremental step:
+    one row of the full pass's weights, over the cache."""
+    model = small()
+    memory, _ = model.encode(SOURCE[:1])
+    block = model.decoder_blocks[0]
+    x = np.array(model._embed(model.target_embedding, TARGET[:1]))
+    outputs, cross, full = block(x, memory, return_attention_scores=True,
+                                 return_self_attention_scores=True)
+    assert tuple(full.shape) == (1, 2, 5, 5)
+    cache = block.initial_cache(memory, max_length=5)
+    for index in range(3):
+        step, weights, cache = block(
+            x[:, index:index + 1], cache=cache, cache_update_index=index,
+            return_self_attention_scores=True)
+        np.testing.assert_allclose(step[:, 0], outputs[:, index], atol=1e-5)
+        np.testing.assert_allclose(weights[:, :, 0], full[:, :, index],
+                                   atol=1e-5)

@@ -247,3 +247,105 @@ def test_attention_of_every_layer_and_head_is_what_decoding_computed(trained):
         reported["attention"].numpy()[0, : len(tokens), :source_length],
         atol=1e-5)
     np.testing.assert_allclose(weights.sum(-1), 1.0, atol=1e-4)
+
+
+@pytest.mark.parametrize(
+    "options", [{"attention": None},
+                {"attention": "general", "query": "current"}],
+    ids=["no-attention", "luong"])
+def test_rnn_variants_decode_and_export_through_the_shared_path(
+        options, tmp_path_factory):
+    """The encoder-decoder without attention and Luong's decoder (not
+    trained: only the path is under test) give cached greedy == the
+    teacher-forced argmax, beam 1 == greedy, and an exported SavedModel
+    translates as the in-memory translator does."""
+    from keras_attention.models import RNNTranslator
+    from keras_attention.translator import Translator
+    from keras_attention.translator import build
+    from tests.trained_translators import TEXTS
+    from tests.trained_translators import trained_translator
+
+    tokenizer = Translator.load(
+        trained_translator(tmp_path_factory, "rnn")).tokenizer
+    size = tokenizer.vocabulary_size
+    rng = np.random.default_rng(3)
+    model = RNNTranslator.from_preset("tiny", size, size, **options)
+    build(model)
+    model.set_weights([rng.normal(scale=0.3, size=w.shape)
+                       for w in model.get_weights()])
+    translator = Translator(model, tokenizer, max_source_length=32)
+    ids = _ids(translator)
+    source = _source(translator)
+    tokens, attention = greedy_decode(model, source, **ids, max_length=12)
+    forced = np.concatenate(
+        [np.full((tokens.shape[0], 1), ids["bos_id"]), tokens.numpy()[:, :-1]],
+        axis=1).astype("int32")
+    logits = model({"encoder_tokens": source, "decoder_tokens": forced})
+    real = tokens.numpy() != model.pad_id
+    np.testing.assert_array_equal(
+        np.argmax(logits, -1)[real], tokens.numpy()[real])
+    if options["attention"] is None:
+        assert np.abs(attention.numpy()).max() == 0.0
+    else:
+        np.testing.assert_allclose(attention.numpy().sum(-1)[real], 1.0,
+                                   atol=1e-4)
+    beam = beam_search_decode(model, source, **ids, beam_size=1, alpha=0.0,
+                              max_length=12)
+    for g, b in zip(tokens.numpy(), beam.numpy()):
+        assert _until_eos(g) == _until_eos(b)
+    path = translator.export(tmp_path_factory.mktemp("variant"), "variant")
+    loaded = tf.saved_model.load(str(path)).signatures["serving_default"]
+    exported = loaded(text=tf.constant(TEXTS, tf.string))["translation"]
+    assert [t.decode("utf-8") for t in exported.numpy()] == (
+        translator.translate(TEXTS))
+
+
+def test_self_attention_of_every_layer_and_head(trained):
+    """`Translator.attention(text, kind=...)`: the encoder's self-attention
+    over the source pieces, the decoder's causal one over its own
+    positions, every layer and head, the same in a padded batch; an RNN
+    has none and says so."""
+    translator, _ = trained
+    text = SENTENCES[0]
+    model = translator.model
+    with pytest.raises(ValueError, match="kind='sideways'"):
+        translator.attention(text, kind="sideways")
+    if not hasattr(model, "encoder_blocks"):
+        for kind in ("encoder", "decoder"):
+            with pytest.raises(ValueError,
+                               match=f"kind='{kind}'.*no self-attention"):
+                translator.attention(text, kind=kind)
+        return
+    cross = translator.attention(text)
+    encoder = translator.attention(text, kind="encoder")
+    decoder = translator.attention(text, kind="decoder")
+    source, target = cross["source_pieces"], cross["target_pieces"]
+    for found, kind in ((cross, "cross"), (encoder, "encoder"),
+                        (decoder, "decoder")):
+        assert found["kind"] == kind
+        assert (found["translation"], found["source_pieces"],
+                found["target_pieces"]) == (cross["translation"], source,
+                                            target)
+    assert (cross["row_pieces"], cross["column_pieces"]) == (target, source)
+    assert encoder["row_pieces"] == encoder["column_pieces"] == source
+    assert decoder["row_pieces"] == target
+    assert decoder["column_pieces"] == ["<s>", *target[:-1]]
+    layers, heads = len(model.encoder_blocks), model.num_heads
+    assert encoder["attention"].shape == (layers, heads, len(source),
+                                          len(source))
+    assert decoder["attention"].shape == (layers, heads, len(target),
+                                          len(target))
+    for found in encoder, decoder:
+        assert found["attention"].dtype == np.float32
+        np.testing.assert_allclose(found["attention"].sum(-1), 1.0,
+                                   atol=1e-4)
+    above = np.triu(np.ones((len(target),) * 2, bool), k=1)
+    assert np.all(decoder["attention"][..., above] == 0.0)
+    # The sentence padded attends as it does alone.
+    alone = translator.module.encode_text(tf.constant([text]))[0].numpy()
+    padded = np.pad(alone, [(0, 0), (0, 3)])  # pad id 0
+    batch = np.array(model.encoder_self_attention(padded))
+    np.testing.assert_allclose(
+        batch[0, ..., :len(source), :len(source)], encoder["attention"],
+        atol=1e-5)
+    assert np.all(batch[0, ..., len(source):] == 0.0)

@@ -56,10 +56,84 @@ def test_sentence_result_keeps_layers_and_heads():
     assert figure.get_suptitle() == "A dog"
 
 
+def self_attention_result(kind):
+    """A `Translator.attention(..., kind=kind)`-shaped result: two layers of
+    two heads over the source pieces (encoder) or the target's positions
+    (decoder: rows write the pieces, EOS last; columns read them, BOS
+    first)."""
+    source, target = ["▁Ein", "▁Hund", "</s>"], ["▁A", "▁dog", "</s>"]
+    rows, columns = {"encoder": (source, source),
+                     "decoder": (target, ["<s>", "▁A", "▁dog"])}[kind]
+    attention = np.random.default_rng(2).random((2, 2, 3, 3))
+    return {"translation": "A dog", "source_pieces": source,
+            "target_pieces": target, "kind": kind, "row_pieces": rows,
+            "column_pieces": columns, "attention": attention}
+
+
+def test_encoder_self_attention_is_source_by_source():
+    result = self_attention_result("encoder")
+    weights, rows, columns = translation_example(result)
+    np.testing.assert_array_equal(weights, result["attention"][..., :2, :2])
+    assert rows == columns == ["▁Ein", "▁Hund"]  # EOS dropped, as ever
+    viewer = translation_viewer(result)
+    data = read_data(viewer.to_html())
+    assert data["target"] == data["source"] == ["Ein", "Hund"]
+    assert data["axes"] == ["source (query)", "source (key)"]
+    assert "Rows of the table are source (query) tokens" in viewer.to_html()
+    figure = plot_translation(result, layer=0)
+    ax = figure.axes[0]
+    np.testing.assert_array_equal(ax.get_images()[0].get_array(),
+                                  result["attention"][0, 0, :2, :2])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["Ein", "Hund"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["Ein", "Hund"]
+    assert (figure.get_supylabel(), figure.get_supxlabel()) == (
+        "source (query)", "source (key)")
+
+
+def test_decoder_self_attention_is_square_and_keeps_bos_and_eos():
+    result = self_attention_result("decoder")
+    weights, rows, columns = translation_example(result)
+    np.testing.assert_array_equal(weights, result["attention"])
+    assert rows == ["▁A", "▁dog", "</s>"] and columns == ["<s>", "▁A", "▁dog"]
+    data = read_data(translation_viewer(result).to_html())
+    assert np.asarray(data["attention"]).shape == (2, 2, 3, 3)
+    assert data["axes"] == ["target (query)", "target (key)"]
+    assert data["source"] == ["<s>", "A", "dog"]
+    figure = plot_translation(result)
+    assert (figure.get_supylabel(), figure.get_supxlabel()) == (
+        "target (query)", "target (key)")
+    # A `drop` given is used as given.
+    weights, rows, columns = translation_example(
+        result, drop=("<s>", "</s>"))
+    np.testing.assert_array_equal(weights, result["attention"][..., :2, 1:])
+
+
+def test_a_cross_result_keeps_its_labels():
+    """The viewer and the picture of the cross-attention name their axes
+    target and source, as before."""
+    result = {"translation": "A dog", "attention": np.ones((1, 1, 2, 1)),
+              "target_pieces": ["▁A", "▁dog"], "source_pieces": ["▁Ein"]}
+    page = translation_viewer(result).to_html()
+    assert read_data(page)["axes"] == ["target", "source"]
+    assert ("Hover a target token to shade the source tokens by its\n"
+            "attention") in page
+    figure = plot_translation(result)
+    assert (figure.get_supylabel(), figure.get_supxlabel()) == (
+        "target", "source")
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
         (lambda: translation_example({"attention": 1}), "result` must be"),
+        (lambda: translation_example(
+            dict(self_attention_result("encoder"), kind="sideways")),
+         "kind='sideways'"),
+        (lambda: translation_example(
+            dict(self_attention_result("encoder"), row_pieces=["a"])),
+         "1 row pieces"),
+        (lambda: plot_translation(self_attention_result("encoder"), layer=2),
+         "for 2 encoder layers"),
         (lambda: translation_example(batch_result(), 2), "index=2"),
         (lambda: plot_translation(
             {"attention": np.ones((2, 1, 1, 1)), "target_pieces": ["a"],
@@ -111,3 +185,12 @@ def test_a_real_translator():
     assert source == [piece for piece in pieces if piece != "<pad>"]
     np.testing.assert_array_equal(
         weights, batch["attention"].numpy()[0][:len(target), :len(source)])
+
+    # The self-attentions draw square: source by source, target by target.
+    for kind, pieces in (("encoder", "source"), ("decoder", "target")):
+        found = translator.attention(texts[0], kind=kind)
+        viewer = translation_viewer(found)
+        rows, columns = viewer.attention.shape[2:]
+        assert rows == columns
+        assert (viewer.row_name, viewer.column_name) == (
+            f"{pieces} (query)", f"{pieces} (key)")
