@@ -99,3 +99,41 @@ def test_memory_network_babi_runs(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "test answer accuracy" in out and "hop 2:" in out
 
+
+
+def test_pronoun_heads_reads_the_encoder_rows_by_word(tmp_path_factory,
+                                                      capsys):
+    """The table is `Translator.attention(kind="encoder")` regrouped:
+    a word's row is the mean of its pieces' rows, a word's weight the sum
+    over its pieces' columns (checked here against the pieces directly)."""
+    from keras_attention.translator import Translator
+    from tests.trained_translators import trained_translator
+
+    module = load("pronoun_heads")
+    directory = trained_translator(tmp_path_factory, "sinusoidal")
+    text = "The old man sees a small dog."
+    table = module.main([text, "--model-dir", str(directory), "--word",
+                         "sees", "--nouns", "man", "dog."])
+    result = Translator.load(directory).attention(text, kind="encoder")
+    pieces, weights = result["row_pieces"], result["attention"]
+    words = module.words_of(pieces)
+    assert "".join(word for word, _ in words) == "".join(
+        piece.lstrip("▁") for piece in pieces)
+    (_, sees), = [w for w in words if w[0] == "sees"]
+    (_, man), = [w for w in words if w[0] == "man"]
+    layers, heads = weights.shape[:2]
+    assert [(row[0], row[1]) for row in table] == [
+        (layer, head) for layer in range(layers) for head in range(heads)]
+    for layer, head, to_nouns, top, weight in table:
+        rows = weights[layer, head][sees].mean(0)  # (S,)
+        by_word = {word: rows[idx].sum() for word, idx in words}
+        np.testing.assert_allclose(to_nouns["man"], by_word["man"],
+                                   atol=1e-6)
+        np.testing.assert_allclose(to_nouns["dog."], by_word["dog."],
+                                   atol=1e-6)
+        assert top == max(by_word, key=by_word.get)
+        np.testing.assert_allclose(weight, by_word[top], atol=1e-6)
+        np.testing.assert_allclose(sum(by_word.values()), 1.0, atol=1e-5)
+    assert "row of 'sees'" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="'cat' is not a word"):
+        module.head_table(result, "sees", ["cat"])
