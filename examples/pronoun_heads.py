@@ -1,15 +1,20 @@
 """
 Title: Which self-attention heads link a pronoun to its noun
-Description: every encoder layer and head of a trained translator, read at
-one word's row: how much it attends to each candidate noun, and where it
-looks most.
+Description: every layer and head of a trained translator's attention,
+read at one word's row: how much it attends to each candidate noun, and
+where it looks most.
 
 The Transformer papers show an encoder head that links "it" to the noun it
 stands for. This script asks a trained translator the same question with
-`Translator.attention(text, kind="encoder")`, the encoder's self-attention
-of every layer and head. Subword pieces are grouped into words (a piece
-that starts with "▁" begins one): a word's row is the mean of its pieces'
-rows, and the weight it receives is the sum over its pieces' columns.
+`Translator.attention(text, kind=...)`: by default the encoder's
+self-attention of every layer and head (`--word` a source word, `--nouns`
+source words); with `--kind cross` the decoder's attention over the
+source (`--word` a word of the translation, `--nouns` source words); with
+`--kind decoder` the decoder's self-attention (`--word` and `--nouns`
+words of the translation; a row reads the words before it). Subword
+pieces are grouped into words (a piece that starts with "▁" begins one):
+a word's row is the mean of its pieces' rows, and the weight it receives
+is the sum over its pieces' columns.
 
 Run: `python examples/pronoun_heads.py --model-dir runs/multi30k
 "The car leaves a dust trail as it goes around the dirt track."
@@ -44,13 +49,15 @@ def words_of(pieces):
     return words
 
 
-def word_weights(weights, pieces):
-    """`(L, N, S, S)` piece-by-piece weights to word by word: rows averaged
-    over a word's pieces, columns summed. Returns `(words, (L, N, W, W))`."""
-    words = words_of(pieces)
-    rows = np.stack([weights[..., idx, :].mean(-2) for _, idx in words], -2)
-    grouped = np.stack([rows[..., idx].sum(-1) for _, idx in words], -1)
-    return [word for word, _ in words], grouped
+def word_weights(weights, row_pieces, column_pieces):
+    """`(L, N, R, C)` piece-by-piece weights to word by word: rows averaged
+    over a word's pieces, columns summed. Returns `(row words, column
+    words, (L, N, Wr, Wc))`."""
+    rows_of, columns_of = words_of(row_pieces), words_of(column_pieces)
+    rows = np.stack([weights[..., idx, :].mean(-2) for _, idx in rows_of], -2)
+    grouped = np.stack([rows[..., idx].sum(-1) for _, idx in columns_of], -1)
+    return ([word for word, _ in rows_of], [word for word, _ in columns_of],
+            grouped)
 
 
 """
@@ -59,24 +66,26 @@ def word_weights(weights, pieces):
 
 
 def head_table(result, word, nouns):
-    """For `result = Translator.attention(text, kind="encoder")`, one row
-    per layer and head: `(layer, head, {noun: weight}, top word, its
-    weight)` read at `word`'s row (its first occurrence)."""
-    words, grouped = word_weights(result["attention"], result["row_pieces"])
-    for name in (word, *nouns):
+    """For `result = Translator.attention(text, kind=...)`, one row per
+    layer and head: `(layer, head, {noun: weight}, top word, its weight)`
+    read at `word`'s row (its first occurrence)."""
+    row_words, column_words, grouped = word_weights(
+        result["attention"], result["row_pieces"], result["column_pieces"])
+    for name, words in ((word, row_words),
+                        *((noun, column_words) for noun in nouns)):
         if name not in words:
-            raise ValueError(f"{name!r} is not a word of the sentence, "
-                             f"whose words are {words}")
-    row = words.index(word)
+            raise ValueError(f"{name!r} is not a word the map has, whose "
+                             f"words are {words}")
+    row = row_words.index(word)
     table = []
     for layer in range(grouped.shape[0]):
         for head in range(grouped.shape[1]):
             weights = grouped[layer, head, row]
             top = int(np.argmax(weights))
             table.append((layer, head,
-                          {noun: float(weights[words.index(noun)])
+                          {noun: float(weights[column_words.index(noun)])
                            for noun in nouns},
-                          words[top], float(weights[top])))
+                          column_words[top], float(weights[top])))
     return table
 
 
@@ -86,14 +95,16 @@ def main(argv=None):
     parser.add_argument("--model-dir", required=True,
                         help="a trained Transformer translator's folder")
     parser.add_argument("--word", default="it")
+    parser.add_argument("--kind", default="encoder",
+                        choices=["encoder", "cross", "decoder"])
     parser.add_argument("--nouns", nargs="+", required=True,
                         help="the candidate words the --word may stand for")
     args = parser.parse_args(argv)
     translator = Translator.load(args.model_dir)
-    result = translator.attention(args.text, kind="encoder")
+    result = translator.attention(args.text, kind=args.kind)
     table = head_table(result, args.word, args.nouns)
     print(f"{args.text}\n  -> {result['translation']}")
-    print(f"row of {args.word!r}, every encoder layer and head:")
+    print(f"row of {args.word!r}, every {args.kind} layer and head:")
     for layer, head, to_nouns, top, weight in table:
         nouns = "  ".join(f"{noun} {value:.2f}" for noun, value in
                           to_nouns.items())

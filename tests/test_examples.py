@@ -137,3 +137,13 @@ def test_pronoun_heads_reads_the_encoder_rows_by_word(tmp_path_factory,
     assert "row of 'sees'" in capsys.readouterr().out
     with pytest.raises(ValueError, match="'cat' is not a word"):
         module.head_table(result, "sees", ["cat"])
+    # Cross-attention: rows are the translation's words, columns the
+    # source's; each row of words still sums to 1.
+    cross = Translator.load(directory).attention(text, kind="cross")
+    first = module.words_of(cross["row_pieces"])[0][0]
+    rows = module.head_table(cross, first, ["man"])
+    assert len(rows) == len(table)  # as many decoder as encoder blocks
+    _, columns, grouped = module.word_weights(
+        cross["attention"], cross["row_pieces"], cross["column_pieces"])
+    assert columns == [word for word, _ in module.words_of(pieces)]
+    np.testing.assert_allclose(grouped.sum(-1), 1.0, atol=1e-5)
