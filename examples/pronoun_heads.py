@@ -33,16 +33,23 @@ from keras_attention.translator import Translator
 """
 
 
+SPECIAL = ("<s>", "</s>", "<pad>", "<unk>")
+
+
 def words_of(pieces):
     """`[(word, [piece indices])]`: SentencePiece pieces grouped into
-    words, a new word at every piece that starts with "▁".
+    words, a new word at every piece that starts with "▁"; a special
+    piece (`<s>`, `</s>`, ...) is a word of its own.
 
     >>> words_of(["▁The", "▁car", "▁go", "es", "."])
-    [('The', [0]), ('car', [1]), ('goes', [2, 3]), ('.', [4])]
+    [('The', [0]), ('car', [1]), ('goes.', [2, 3, 4])]
+    >>> words_of(["<s>", "▁Weg", ".", "</s>"])
+    [('<s>', [0]), ('Weg.', [1, 2]), ('</s>', [3])]
     """
     words = []
     for index, piece in enumerate(pieces):
-        if piece.startswith("▁") or not words:
+        if (piece.startswith("▁") or not words or piece in SPECIAL
+                or words[-1][0] in SPECIAL):
             words.append((piece.lstrip("▁"), [index]))
         else:
             words[-1] = (words[-1][0] + piece, words[-1][1] + [index])

@@ -205,6 +205,12 @@ class Translator:
                 f"{type(self.model).__name__} has no self-attention (only "
                 "kind='cross' can be drawn)"
             )
+        if kind == "cross" and getattr(self.model, "attention", "") is None:
+            raise ValueError(  # before decoding: nothing to draw
+                "This translator has no attention to show (its model was "
+                "built with attention=None: the encoder-decoder without "
+                "attention)"
+            )
         result = self.module.translate_with_attention(tf.constant([text]))
         tokens = result["tokens"].numpy()[0]
         eos = self.tokenizer.eos_id

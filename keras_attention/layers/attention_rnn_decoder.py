@@ -168,13 +168,18 @@ class AttentionRNNDecoder(keras.layers.Layer):
             )
         if input_feeding is None:
             input_feeding = query == "current"
+        if not isinstance(input_feeding, bool):
+            raise ValueError(
+                "`input_feeding` must be None or a bool, received: "
+                f"input_feeding={input_feeding!r}"
+            )
         if input_feeding and query != "current":
             raise ValueError(
                 "`input_feeding` feeds back Luong's attentional state, which "
                 "only `query='current'` computes, received: "
                 f"query={query!r}, input_feeding={input_feeding!r}"
             )
-        self.input_feeding = bool(input_feeding)
+        self.input_feeding = input_feeding
 
     def _make_attention(self):
         if not isinstance(self.attention, str):

@@ -52,7 +52,7 @@ class RNNTranslator(keras.Model):
     `c = [h→_last; h←_1]` (the forward RNN at the last real position, the
     backward RNN at the first), which replaces `c_t` at every step and
     the mean in `s_0 = tanh(W_s c)`. The encoder is the same, so the two
-    differ only by the attention.
+    differ only by the attention (and the summary `s_0` starts from).
 
     The model follows the package's decoding protocol (`encode`,
     `initial_cache`, `decode_step`; see `keras_attention.decoding`): its

@@ -232,6 +232,8 @@ def test_argument_errors_name_the_argument():
     with pytest.raises(ValueError,
                        match="query='previous', input_feeding=True"):
         AttentionRNNDecoder(UNITS, input_feeding=True)
+    with pytest.raises(ValueError, match="input_feeding='yes'"):
+        AttentionRNNDecoder(UNITS, query="current", input_feeding="yes")
 
 
 @pytest.mark.parametrize(

@@ -106,6 +106,40 @@ def test_without_attention_the_decoder_sees_only_the_final_states(cell):
     assert not any("attention" in w.path for w in model.weights)
 
 
+@pytest.mark.parametrize("cell", ["gru", "lstm"])
+def test_final_states_are_the_bidirectional_encoders(cell):
+    """c read from the annotations == the final states Keras's
+    Bidirectional RNN returns (`return_state=True`) with the same
+    weights, on a padded batch."""
+    model = small(cell=cell, attention=None)
+    memory, source_mask = model.encode(SOURCE)
+    rnn = {"gru": keras.layers.GRU, "lstm": keras.layers.LSTM}[cell]
+    reference = keras.layers.Bidirectional(
+        rnn(6, return_sequences=True, return_state=True))
+    embedded = model.source_embedding(SOURCE)
+    reference(embedded, mask=source_mask)
+    reference.set_weights(model.encoder_layers[0].get_weights())
+    outputs = reference(embedded, mask=source_mask)
+    # [sequence, forward h (, c), backward h (, c)]
+    forward, backward = outputs[1], outputs[2 if cell == "gru" else 3]
+    np.testing.assert_allclose(
+        model.final_states(memory, source_mask),
+        np.concatenate([forward, backward], -1), atol=1e-6)
+
+
+def test_a_config_saved_before_query_and_input_feeding_loads():
+    model = small(attention="general")
+    config = keras.saving.serialize_keras_object(model)
+    for key in ("query", "input_feeding"):
+        del config["config"][key]
+    old = keras.saving.deserialize_keras_object(config)
+    inputs = {"encoder_tokens": SOURCE, "decoder_tokens": TARGET}
+    old(inputs)
+    old.set_weights(model.get_weights())
+    np.testing.assert_allclose(old(inputs), model(inputs), atol=1e-6)
+    assert (old.query, old.input_feeding) == ("previous", False)
+
+
 def test_logits_depend_only_on_earlier_target_tokens():
     model = small()
     embedded = model.target_embedding(TARGET)

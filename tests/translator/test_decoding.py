@@ -195,14 +195,19 @@ def test_length_arguments_are_checked(trained):
         greedy_decode(translator.model, source, **ids, length_ratio=0)
 
 
-@pytest.mark.parametrize("model_name", ["transformer", "rnn"])
-def test_decoding_under_a_mixed_policy(model_name):
+@pytest.mark.parametrize(
+    "model_name, options",
+    [("transformer", {}), ("rnn", {}),
+     ("rnn", {"cell": "lstm", "attention": "general", "query": "current"})],
+    ids=["transformer", "rnn", "rnn-luong-lstm"])
+def test_decoding_under_a_mixed_policy(model_name, options):
     """bfloat16 models decode with float32 attention, and beam search of
     width 1 stays on greedy's path (its cache keeps each leaf's dtype)."""
     from keras_attention.models import TRANSLATORS
 
     model = TRANSLATORS[model_name].from_preset("tiny", 40, 40,
-                                                dtype="mixed_bfloat16")
+                                                dtype="mixed_bfloat16",
+                                                **options)
     rng = np.random.default_rng(0)
     source = rng.integers(4, 40, (3, 6)).astype("int32")
     model({"encoder_tokens": source, "decoder_tokens": source})
@@ -286,6 +291,8 @@ def test_rnn_variants_decode_and_export_through_the_shared_path(
         np.argmax(logits, -1)[real], tokens.numpy()[real])
     if options["attention"] is None:
         assert np.abs(attention.numpy()).max() == 0.0
+        with pytest.raises(ValueError, match="attention=None"):
+            translator.attention(TEXTS[0])
     else:
         np.testing.assert_allclose(attention.numpy().sum(-1)[real], 1.0,
                                    atol=1e-4)
@@ -293,6 +300,14 @@ def test_rnn_variants_decode_and_export_through_the_shared_path(
                               max_length=12)
     for g, b in zip(tokens.numpy(), beam.numpy()):
         assert _until_eos(g) == _until_eos(b)
+    # Beams > 1 tile the constant cache (a (B, M) memory without
+    # attention) once per beam, in the search's row order: reversing the
+    # batch reverses the outputs (a mix-up of rows would not).
+    options = dict(**ids, beam_size=3, alpha=0.6, max_length=12)
+    wide = beam_search_decode(model, source, **options).numpy()
+    backwards = beam_search_decode(model, source[::-1], **options).numpy()
+    np.testing.assert_array_equal(wide[::-1], backwards)
+    assert len({tuple(row) for row in wide}) > 1
     path = translator.export(tmp_path_factory.mktemp("variant"), "variant")
     loaded = tf.saved_model.load(str(path)).signatures["serving_default"]
     exported = loaded(text=tf.constant(TEXTS, tf.string))["translation"]
