@@ -13,7 +13,8 @@ cached against uncached decoding speed.
    recipe's final weights, saved in `OUTPUT_DIR`): greedy and beam-4
    sacreBLEU on all of `val` for each length penalty of `--alphas`, the
    penalty that scores best on `val`, and with it greedy and beam-4
-   sacreBLEU on `test_2016_flickr` (skipped with `--val-only`, for trials
+   sacreBLEU on `test_2016_flickr`, overall and by source length (1-10,
+   11-15, 16-20, 21-25, 26+ words; skipped with `--val-only`, for trials
    that must not look at the test set), training tokens per second and
    decoding sentences per second.
 2. Decodes exactly `--decode-tokens` positions for a batch of test
@@ -21,8 +22,8 @@ cached against uncached decoding speed.
    whole prefix at every step, checks that both choose the same tokens,
    and prints the speed ratio (target: cached at least 5x faster at 64).
 
-Run: `python benchmarks/translator_multi30k.py --minutes 60 [--model rnn]
-[--data-dir ../shared/data/multi30k]` (the folder also comes from
+Run: `python benchmarks/translator_multi30k.py --minutes 60 [--model rnn
+[--attention none] [--query current]] [--data-dir ../shared/data/multi30k]` (the folder also comes from
 `$MULTI30K_DIR`). Targets: sacreBLEU on test_2016_flickr after at most 60
 minutes on 2 CPU cores >= 35 for the Transformer, >= 30 for the RNN.
 """
@@ -38,6 +39,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
+from keras_attention._length_buckets import DEFAULT_EDGES  # noqa: E402
 from keras_attention.models import TRANSLATORS  # noqa: E402
 from keras_attention.text import load_multi30k  # noqa: E402
 from keras_attention.training import average_checkpoints  # noqa: E402
@@ -129,6 +131,16 @@ def main():
     parser.add_argument("--model", default="transformer",
                         choices=sorted(TRANSLATORS),
                         help="the translator (default: transformer)")
+    parser.add_argument("--attention", default=None,
+                        choices=["additive", "general", "dot", "scaled_dot",
+                                 "none"],
+                        help="rnn: the score, or none for the encoder-decoder "
+                             "without attention (the recipe's default: "
+                             "additive)")
+    parser.add_argument("--query", default=None,
+                        choices=["previous", "current"],
+                        help="rnn: Bahdanau's query (previous, the default) "
+                             "or Luong's (current)")
     parser.add_argument("--preset", default=None,
                         help="the model size (default: the recipe's)")
     parser.add_argument("--train-size", type=int, default=None,
@@ -178,6 +190,9 @@ def main():
     parser.add_argument("--decode-tokens", type=int, default=64)
     parser.add_argument("--decode-batch", type=int, default=32)
     args = parser.parse_args()
+    if args.model != "rnn" and (args.attention or args.query):
+        parser.error(f"--attention and --query are rnn options, received: "
+                     f"--model {args.model}")
 
     if args.average_last is None:
         args.average_last = CORPUS_RECIPES["multi30k"]["average_last"]
@@ -237,6 +252,7 @@ def train_for(args):
     config = TrainingConfig(
         corpus="multi30k", data_dir=args.data_dir, output_dir=args.output_dir,
         model=args.model, preset=args.preset, epochs=1000,
+        attention=args.attention, query=args.query,
         tokens_per_batch=args.tokens_per_batch, max_length=64,
         precision=args.precision,
         warmup_steps=args.warmup_steps,
@@ -283,9 +299,13 @@ def bleu(translator, val, test, alphas):
         return
     for beam in (1, 4):
         result = translator.with_decoding(beam_size=beam, alpha=best).evaluate(
-            test)
+            test, by_length=DEFAULT_EDGES)
         name = "greedy" if beam == 1 else f"beam {beam}, alpha {best:g}"
         line("test", name, result)
+        print("    by source length: " + ", ".join(
+            f"{row['words']} words "
+            + ("-" if row["bleu"] is None else f"{row['bleu']:.2f}")
+            + f" ({row['sentences']})" for row in result["by_length"]))
     print(f"  ({result['signature']})")
 
 
