@@ -1,21 +1,26 @@
 """
 Title: Show, Attend and Tell on scenes of handwritten digits
-Description: A CNN + LSTM captioner with soft attention learns to write
-"a small three left of an eight", and shows where it looks for each word.
+Description: A CNN + LSTM captioner with soft or hard attention learns to
+write "a small three left of an eight", and shows where it looks for each
+word.
 
 Xu et al. (2015) caption an image with an LSTM that, before each word,
 weighs the locations of a CNN feature map (`α_ti`, additive attention from
-the previous state) and reads their weighted sum. Their *doubly
-stochastic* regulariser `λ Σ_i (1 − Σ_t α_ti)²` asks every location to be
-looked at about once over the caption. This script trains
-`keras_attention.models.Captioner` on scenes composed from scikit-learn's
-bundled 8x8 digits (`keras_attention.text.digit_scenes`; no download), with
-and without the regulariser, decodes held-out scenes with the package's
-greedy and beam search, and draws the attention of a few of them. About
-five minutes on two CPU cores.
+the previous state) and reads their weighted sum (*soft* attention), or
+samples one location from `α_t` and reads it (*hard* attention, trained
+with REINFORCE). Their *doubly stochastic* regulariser
+`λ Σ_i (1 − Σ_t α_ti)²` asks every location to be looked at about once
+over the caption. This script trains `keras_attention.models.Captioner`
+on scenes composed from scikit-learn's bundled 8x8 digits
+(`keras_attention.text.digit_scenes`; no download), for each attention,
+λ and seed asked for, decodes held-out scenes with the package's greedy
+and beam search, measures the REINFORCE estimator's gradient variance with
+and without its baseline, and draws the attention of a few scenes. About
+five minutes on two CPU cores with the defaults (one soft model for each
+of λ = 1 and 0).
 
 Run: `python examples/show_attend_tell_digits.py [--epochs E]
-[--output-dir DIR] [--lambdas 1,0]`.
+[--output-dir DIR] [--lambdas 1,0] [--attention soft,hard] [--seeds 0,1,2]`.
 """
 
 import argparse
@@ -50,12 +55,14 @@ of the 1,797), so the test reads handwriting the model never saw.
 
 
 def load(args, vocabulary):
-    train = digit_scenes.generate_scenes(args.train_size, "train",
-                                         seed=args.seed)
-    test = digit_scenes.generate_scenes(args.test_size, "test",
-                                        seed=args.seed + 1)
+    train = digit_scenes.generate_scenes(args.train_size, "train", seed=0)
+    test = digit_scenes.generate_scenes(args.test_size, "test", seed=1)
     inputs, targets = vocabulary.teacher_forcing(train.captions)
-    return ({"images": train.images, "decoder_tokens": inputs}, targets), test
+    # A hard-attention model's reward is the caption's likelihood, so its
+    # training inputs carry the labels too (a soft model ignores them).
+    inputs = {"images": train.images, "decoder_tokens": inputs,
+              "targets": targets}
+    return (inputs, targets), test
 
 
 """
@@ -67,13 +74,22 @@ into an 8x8 map of 64-d annotations (L = 64 locations). The LSTM
 the mean annotation; each word comes from the deep output
 `L_o(E y_{t-1} + L_h h_t + L_z z_t)`. The regulariser goes into the loss
 through `add_loss`, over the caption's real steps.
+
+With `attention="hard"`, each training step draws one location per word,
+`s_t ~ Multinoulli(α_t)`, and the LSTM reads that annotation alone; half
+of the batches (as in the authors' code) read the expectation instead.
+The sampled locations cannot be differentiated, so the attention learns
+from REINFORCE (the paper's equation 12): `λ_r (NLL − b) ∇ log α_t[s_t]`
+with a moving-average baseline `b` and an entropy bonus. Held-out captions
+are written with the expected context (the authors' sampler's default).
 """
 
 
-def train_model(args, vocabulary, data, penalty):
-    keras.utils.set_random_seed(args.seed)
+def train_model(args, vocabulary, data, penalty, attention="soft", seed=0):
+    keras.utils.set_random_seed(seed)
     model = Captioner.from_preset(args.preset, vocabulary_size=len(vocabulary),
-                                  doubly_stochastic=penalty)
+                                  doubly_stochastic=penalty,
+                                  attention=attention, seed=seed)
     model.compile(optimizer=keras.optimizers.Adam(args.learning_rate,
                                                   clipnorm=5.0),
                   loss=MaskedCrossentropy(label_smoothing=0.0),
@@ -154,6 +170,82 @@ def draw(model, greedy, test, vocabulary, count, output_dir):
     return paths
 
 
+"""
+## The estimator's variance, with and without the baseline
+
+REINFORCE is unbiased whatever constant `b` it subtracts, but its
+variance is not. For one batch and fixed weights, the gradient of the
+REINFORCE term alone (on the attention's weights) is drawn again for
+`--variance-draws` location samples, with `b` = the mean NLL of those
+draws (what a well-tracked moving average holds) and with `b = 0`; the
+variance across draws is summed over the weights. It is measured before
+training (captions cost about `T log V` nats, so without a baseline every
+advantage is large and of one sign) and after.
+"""
+
+
+def gradient_variance(model, data, draws, batch=64):
+    inputs, targets = data
+    images = inputs["images"][:batch]
+    tokens = inputs["decoder_tokens"][:batch]
+    labels = targets[:batch]
+    weights = model.decoder.attention_layer.trainable_variables
+    expectation = np.zeros((len(tokens),), bool)
+
+    def draw(noise, baseline):
+        with tf.GradientTape() as tape:
+            memory, mask = model.encode(images)
+            logits, alpha = model.decode(
+                tokens, memory, mask, training=False,
+                return_attention_scores=True, location_noise=noise,
+                expectation=expectation)
+            terms = model.reinforce_terms(logits, alpha, labels, noise,
+                                          expectation, baseline)
+        gradients = tape.gradient(terms["reinforce"], weights)
+        flat = np.concatenate([g.numpy().ravel() for g in gradients])
+        return flat, float(np.mean(terms["nll"]))
+
+    rng = np.random.default_rng(1234)
+    noises = [rng.random(tokens.shape).astype("float32")
+              for _ in range(draws)]
+    without = [draw(noise, 0.0) for noise in noises]
+    baseline = np.mean([nll for _, nll in without])
+    with_baseline = [draw(noise, baseline)[0] for noise in noises]
+    return {"baseline": float(np.stack(with_baseline).var(0).sum()),
+            "none": float(np.stack([g for g, _ in without]).var(0).sum()),
+            "mean_nll": float(baseline)}
+
+
+def argmax_twin(model, inputs):
+    """The same weights, reading the most likely location when decoding."""
+    twin = Captioner.from_config({**model.get_config(),
+                                  "hard_decoding": "argmax"})
+    twin({"images": inputs["images"][:2],
+          "decoder_tokens": inputs["decoder_tokens"][:2]})
+    twin.set_weights(model.get_weights())
+    return twin
+
+
+def summary(results):
+    """Mean and spread over seeds for each (attention, λ)."""
+    groups = {}
+    for (attention, penalty, _), figures in results.items():
+        groups.setdefault((attention, penalty), []).append(figures)
+    lines = []
+    for (attention, penalty), runs in groups.items():
+        cells = []
+        for name in [key for key in runs[0] if key.startswith(("greedy",
+                                                               "beam"))]:
+            exact = [100 * run[name]["exact"] for run in runs]
+            bleu = [run[name]["bleu"] for run in runs]
+            cells.append(f"{name} exact {np.mean(exact):.1f} ± "
+                         f"{np.std(exact):.1f}%, BLEU {np.mean(bleu):.1f} ± "
+                         f"{np.std(bleu):.1f}")
+        lines.append(f"  {attention:<4} λ={penalty:g} ({len(runs)} seeds): "
+                     + "; ".join(cells))
+    return lines
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--train-size", type=int, default=8000)
@@ -167,18 +259,48 @@ def main(argv=None):
     parser.add_argument("--beam-size", type=int, default=4)
     parser.add_argument("--pictures", type=int, default=3)
     parser.add_argument("--output-dir", default="show_attend_tell_output")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--attention", default="soft",
+                        help="soft, hard or soft,hard: one model each")
+    parser.add_argument("--seeds", default="0",
+                        help="seeds, one model each (e.g. 0,1,2)")
+    parser.add_argument("--variance-draws", type=int, default=32,
+                        help="hard models: location samples for the "
+                             "gradient variance (0: skip)")
     parser.add_argument("--verbose", type=int, default=1)
     args = parser.parse_args(argv)
+    attentions = args.attention.split(",")
+    for attention in attentions:
+        if attention not in ("soft", "hard"):
+            parser.error(f"--attention takes soft, hard or soft,hard, "
+                         f"received: {args.attention!r}")
+    try:
+        seeds = [int(seed) for seed in args.seeds.split(",")]
+        lambdas = [float(x) for x in args.lambdas.split(",")]
+    except ValueError:
+        parser.error(f"--seeds takes ints and --lambdas numbers, separated "
+                     f"by commas, received: --seeds {args.seeds!r} "
+                     f"--lambdas {args.lambdas!r}")
     output_dir = pathlib.Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
 
     vocabulary = digit_scenes.CaptionVocabulary()
     data, test = load(args, vocabulary)
     results = {}
-    for number, penalty in enumerate(float(x) for x in args.lambdas.split(",")):
+    runs = [(attention, penalty, seed) for attention in attentions
+            for penalty in lambdas for seed in seeds]
+    for number, (attention, penalty, seed) in enumerate(runs):
+        variance_before = None
+        if attention == "hard" and args.variance_draws:
+            keras.utils.set_random_seed(seed)
+            untrained = Captioner.from_preset(
+                args.preset, vocabulary_size=len(vocabulary),
+                attention="hard", seed=seed)
+            untrained({"images": data[0]["images"][:2],
+                       "decoder_tokens": data[0]["decoder_tokens"][:2]})
+            variance_before = gradient_variance(untrained, data,
+                                                args.variance_draws)
         start = time.perf_counter()
-        model = train_model(args, vocabulary, data, penalty)
+        model = train_model(args, vocabulary, data, penalty, attention, seed)
         trained = time.perf_counter() - start
         greedy, beam = decoders(model, vocabulary, args.beam_size)
         figures = {"greedy": scores(caption_all(greedy, test.images,
@@ -186,18 +308,39 @@ def main(argv=None):
                    f"beam{args.beam_size}": scores(caption_all(
                        beam, test.images, vocabulary), test.captions),
                    "seconds": time.perf_counter() - start}
-        results[penalty] = figures
-        print(f"\nλ = {penalty:g}: trained in {trained:.0f} s; held-out "
-              f"scenes ({len(test.captions)}):")
-        for name in ("greedy", f"beam{args.beam_size}"):
+        if attention == "hard":
+            twin_greedy, _ = decoders(argmax_twin(model, data[0]),
+                                      vocabulary, args.beam_size)
+            figures["greedy (argmax)"] = scores(caption_all(
+                twin_greedy, test.images, vocabulary), test.captions)
+        if variance_before is not None:
+            figures["variance"] = {
+                "before": variance_before,
+                "after": gradient_variance(model, data, args.variance_draws)}
+        results[(attention, penalty, seed)] = figures
+        print(f"\n{attention} attention, λ = {penalty:g}, seed {seed}: "
+              f"trained in {trained:.0f} s; held-out scenes "
+              f"({len(test.captions)}):")
+        for name in [key for key in figures
+                     if key.startswith(("greedy", "beam"))]:
             print(f"  {name:>6}: exact match {figures[name]['exact']:.1%}, "
                   f"BLEU {figures[name]['bleu']:.1f}")
+        for when, variance in figures.get("variance", {}).items():
+            print(f"  REINFORCE gradient variance {when} training, "
+                  f"{args.variance_draws} draws (attention weights; mean "
+                  f"NLL {variance['mean_nll']:.2f}): "
+                  f"{variance['baseline']:.3g} with the baseline, "
+                  f"{variance['none']:.3g} without "
+                  f"({variance['none'] / variance['baseline']:.1f}x)")
         if number == 0 and args.pictures:
-            print(f"\nwhere each word looks (λ = {penalty:g}; word@(row, "
-                  "column) of the 8x8 grid):")
+            print(f"\nwhere each word looks ({attention}, λ = {penalty:g}; "
+                  "word@(row, column) of the 8x8 grid):")
             paths = draw(model, greedy, test, vocabulary, args.pictures,
                          output_dir)
             print(f"attention pictures: {', '.join(map(str, paths))}")
+    if len(seeds) > 1:
+        print("\nheld-out scenes, mean ± standard deviation over seeds:")
+        print("\n".join(summary(results)))
     return results
 
 

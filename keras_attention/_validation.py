@@ -44,6 +44,18 @@ def rate(name, value):
     return float(value)
 
 
+def probability(name, value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, numbers.Real)
+        or not 0.0 <= value <= 1.0
+    ):
+        raise ValueError(
+            f"`{name}` must be a float in [0, 1], received: {name}={value!r}"
+        )
+    return float(value)
+
+
 def non_negative_float(name, value):
     if (
         isinstance(value, bool)

@@ -1,6 +1,7 @@
 """`AttentionRNNDecoder`: a recurrent decoder that attends a memory at every
-step (Bahdanau, Cho, Bengio 2015; Luong, Pham, Manning 2015), or, without
-attention, reads one fixed context vector (Cho et al. 2014).
+step (Bahdanau, Cho, Bengio 2015; Luong, Pham, Manning 2015; hard, one
+sampled location, Xu et al. 2015), or, without attention, reads one fixed
+context vector (Cho et al. 2014).
 
 Letters: B batch, T target length, S source (memory) length, E input size,
 U recurrent units, M memory size, K prepared key size.
@@ -15,6 +16,7 @@ from keras_attention.layers.dot_attention import DotAttention
 from keras_attention.layers.general_attention import GeneralAttention
 from keras_attention.layers.scaled_dot_attention import ScaledDotAttention
 from keras_attention.layers.score_attention import ScoreAttention
+from keras_attention.ops import stochastic
 
 ATTENTIONS = {
     "additive": AdditiveAttention,
@@ -64,6 +66,13 @@ class AttentionRNNDecoder(keras.layers.Layer):
     et al. and Sutskever et al.): `memory` is one vector per sequence
     `(B, M)`, the context of every step, `s_t = f(s_{t-1}, [y_{t-1}; c])`.
 
+    Hard attention (Xu et al.'s stochastic attention; `query="previous"`):
+    given `location_noise`, each step draws one location from its weights,
+    `s_t ~ Multinoulli(α_t)`, and feeds that annotation `h_{s_t}` to the
+    recurrence instead of `c_t`; `argmax_location=True` reads the most
+    likely one. The weights returned are `α_t` either way, which is what
+    the REINFORCE estimator needs (`keras_attention.ops.stochastic`).
+
     The key-side part of the score (`U h_i` for the additive score) is
     computed once per memory (`prepare_memory`), not at every step. `step`
     runs one position (incremental decoding: the recurrent state is the
@@ -98,6 +107,11 @@ class AttentionRNNDecoder(keras.layers.Layer):
         return_attention_scores: bool; also return the weights (not with
             `attention=None`).
         training: bool.
+        location_noise: `(batch, target_len)` uniforms: hard attention,
+            one location drawn per step (see `step`).
+        argmax_location: hard attention at the most likely location.
+        expectation: `(batch,)` boolean, with `location_noise`: rows that
+            read the expected context (soft attention) instead.
 
     Returns:
         `(outputs (batch, target_len, units), contexts (batch, target_len,
@@ -137,6 +151,8 @@ class AttentionRNNDecoder(keras.layers.Layer):
         the attentional hidden state, input feeding).
         Cho et al. "Learning Phrase Representations using RNN
         Encoder-Decoder for Statistical Machine Translation", EMNLP 2014.
+        Xu et al. "Show, Attend and Tell: Neural Image Caption Generation
+        with Visual Attention", ICML 2015, section 4.1 (hard attention).
     """
 
     def __init__(self, units, cell="gru", attention="additive",
@@ -265,8 +281,18 @@ class AttentionRNNDecoder(keras.layers.Layer):
             new_states = [new_states]
         return output, list(new_states)
 
+    def _check_hard(self, hard):
+        if hard and (self.attention_layer is None or self.query != "previous"):
+            raise ValueError(
+                "Hard attention (`location_noise` or `argmax_location`) reads "
+                "one location chosen from the weights before the recurrence: "
+                "it needs attention with query='previous', received: "
+                f"attention={self.attention!r}, query={self.query!r}"
+            )
+
     def step(self, inputs, states, memory, prepared_memory,
-             memory_mask=None, training=None):
+             memory_mask=None, training=None, location_noise=None,
+             argmax_location=False, expectation=None):
         """One decoding position.
 
         Args:
@@ -275,12 +301,23 @@ class AttentionRNNDecoder(keras.layers.Layer):
             memory: `(B, S, M)`, or `(B, M)` without attention.
             prepared_memory: `prepare_memory(memory)`.
             memory_mask: `(B, S)` boolean.
+            location_noise: hard attention (Xu et al.'s stochastic
+                attention; `query="previous"` only): `(B,)` uniforms in
+                `[0, 1)` that draw one location `s ~ α`
+                (`ops.stochastic.sample_locations`); the context is its
+                memory row `h_s`.
+            argmax_location: hard attention at its most likely location.
+            expectation: `(B,)` boolean, with `location_noise`: rows that
+                read the expected context `Σ_i α_i h_i` instead.
 
         Returns:
             `(output (B, U), context (B, M), weights (B, S) or None without
-            attention, new states)`.
+            attention, new states)`. The weights are `α`, whichever
+            location was read.
         """
         states = list(states)
+        hard = location_noise is not None or argmax_location
+        self._check_hard(hard)
         if self.attention_layer is None:
             output, new_states = self._recur([inputs, memory], states,
                                              training)
@@ -289,6 +326,12 @@ class AttentionRNNDecoder(keras.layers.Layer):
             query = states[0]  # s_{t-1} (B, U)
             context, weights = self._attend(query, memory, prepared_memory,
                                             memory_mask, training)
+            if hard:
+                read = stochastic.hard_weights(
+                    weights, location_noise, argmax_location, expectation)
+                context = ops.einsum(
+                    "bs,bsm->bm", ops.cast(read, memory.dtype), memory
+                )  # (B, M)
             output, new_states = self._recur([inputs, context], states,
                                              training)
             return output, context, weights, new_states
@@ -309,9 +352,14 @@ class AttentionRNNDecoder(keras.layers.Layer):
 
     def call(self, inputs, memory, initial_state, memory_mask=None,
              prepared_memory=None, return_attention_scores=False,
-             training=None):
+             training=None, location_noise=None, argmax_location=False,
+             expectation=None):
         _validation.rank("inputs", inputs.shape, (3,),
                          "(batch, target_len, input_dim)")
+        self._check_hard(location_noise is not None or argmax_location)
+        if location_noise is not None:
+            _validation.rank("location_noise", location_noise.shape, (2,),
+                             "(batch, target_len): one uniform per step")
         if return_attention_scores and self.attention is None:
             raise ValueError(
                 "A decoder without attention has no attention weights, "
@@ -327,10 +375,13 @@ class AttentionRNNDecoder(keras.layers.Layer):
 
         # `ops.scan` wants each step's output to have the carry's structure,
         # so the carry holds the last step's output, context and weights.
-        def body(carry, inputs_t):
+        def body(carry, sequences):
+            # (inputs_t,) or (inputs_t, noise_t): None is no scan input.
+            inputs_t, noise_t = (tuple(sequences) + (None,))[:2]
             output, context, weights, states = self.step(
                 inputs_t, carry["states"], memory, prepared, memory_mask,
-                training,
+                training, location_noise=noise_t,
+                argmax_location=argmax_location, expectation=expectation,
             )
             carry = {
                 "states": states,
@@ -350,7 +401,11 @@ class AttentionRNNDecoder(keras.layers.Layer):
             initial["weights"] = ops.zeros((batch, ops.shape(memory)[1]),
                                            "float32")
         # Scan over time: (B, T, E) -> (T, B, E).
-        _, steps = ops.scan(body, initial, ops.moveaxis(inputs, 1, 0))
+        sequences = (ops.moveaxis(inputs, 1, 0),)  # (T, B, E)
+        if location_noise is not None:
+            sequences += (ops.moveaxis(ops.cast(location_noise, "float32"),
+                                       1, 0),)  # (T, B)
+        _, steps = ops.scan(body, initial, sequences)
         outputs = ops.moveaxis(steps["output"], 0, 1)  # (B, T, U)
         contexts = ops.moveaxis(steps["context"], 0, 1)  # (B, T, M)
         if return_attention_scores:

@@ -11,6 +11,14 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention.layers import AttentionRNNDecoder
+from keras_attention.models import caption_losses
+from keras_attention.models.caption_losses import doubly_stochastic_penalty
+
+ATTENTIONS = ("soft", "hard")
+# How a hard-attention model reads the annotations when it does not train:
+# the expected context (soft attention with the same weights) or the most
+# likely location.
+HARD_DECODINGS = ("expectation", "argmax")
 
 PRESETS = {
     # Tests.
@@ -20,34 +28,6 @@ PRESETS = {
     "small": dict(filters=(32, 64), feature_dim=64, embedding_dim=64,
                   units=128, attention_units=64, dropout=0.1),
 }
-
-
-def doubly_stochastic_penalty(attention, step_mask=None):
-    """Xu et al.'s doubly stochastic attention penalty per example,
-    `Σ_i (1 − Σ_t α_ti)²`: each location should get, over the caption, a
-    total weight of about one.
-
-    Args:
-        attention: `(B, T, L)` the weights `α_ti` of each step.
-        step_mask: `(B, T)` boolean, True at the caption's real steps
-            (padded steps add nothing); None counts every step.
-
-    Returns:
-        `(B,)` float32.
-
-    Example:
-
-    >>> import numpy as np
-    >>> from keras_attention.models.captioner import doubly_stochastic_penalty
-    >>> alpha = np.array([[[0.5, 0.5], [1.0, 0.0]]], "float32")  # (1, 2, 2)
-    >>> float(doubly_stochastic_penalty(alpha)[0])  # (1 - 1.5)² + (1 - 0.5)²
-    0.5
-    """
-    attention = ops.cast(attention, "float32")
-    if step_mask is not None:
-        attention = attention * ops.cast(step_mask, "float32")[:, :, None]
-    coverage = ops.sum(attention, axis=1)  # (B, T, L) -> (B, L)
-    return ops.sum(ops.square(1.0 - coverage), axis=-1)  # (B,)
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -63,6 +43,22 @@ class Captioner(keras.Model):
     `h_0 = tanh(f_h(mean_i a_i))` and `c_0 = tanh(f_c(mean_i a_i))`.
     Deep output: `p(y_t) = softmax(L_o(E y_{t-1} + L_h h_t + L_z z_t))`.
     (The paper's gating scalar `β_t` on `z_t` is left out.)
+
+    With `attention="hard"` (Xu et al.'s stochastic attention, section
+    4.1), training draws one location per step, `s_t ~ Multinoulli(α_t)`,
+    and reads `z_t = a_{s_t}`; with probability `expectation_probability`
+    (0.5, per batch, as the authors' code does) the batch reads the
+    expected context `Σ_i α_ti a_i` instead. The sampled steps are trained
+    with REINFORCE (equation 12): the loss adds
+    `λ_r Σ_b (NLL_b − b) Σ_t log α_t[s_t] − λ_e Σ_b Σ_t H(α_t)`, divided by
+    the batch's real steps, where `NLL_b = −log p(y_b | s̃_b, a)` is the
+    caption's negative log-likelihood under the sampled locations (held
+    constant), `b` a moving average of it (`baseline_decay` 0.9,
+    bias-corrected), `λ_r = reinforce_weight` and
+    `λ_e = entropy_weight`. The reward needs the caption: a hard model's
+    training inputs carry `"targets"`. Out of training it reads the
+    expected context (`hard_decoding="expectation"`, what the authors'
+    sampler does by default) or the most likely location (`"argmax"`).
 
     Training loss: the cross-entropy plus the doubly stochastic penalty
     `λ Σ_i (1 − Σ_t α_ti)²` (`doubly_stochastic`, λ; 0 turns it off), added
@@ -88,11 +84,22 @@ class Captioner(keras.Model):
         dropout: on the deep output's hidden layer.
         doubly_stochastic: λ >= 0.
         pad_id: the padding token id.
+        attention: `"soft"` (deterministic, the default) or `"hard"`
+            (stochastic, trained with REINFORCE).
+        expectation_probability: hard: the chance that a training batch
+            reads the expected context instead of samples.
+        reinforce_weight: hard: λ_r, the REINFORCE term's weight.
+        entropy_weight: hard: λ_e, the entropy bonus's weight.
+        baseline_decay: hard: the moving average's decay.
+        hard_decoding: hard: `"expectation"` or `"argmax"` out of training.
+        seed: hard: seeds the location and expectation draws.
 
     Call arguments:
         inputs: dict with `"images"` `(batch, H, W)` or `(batch, H, W, C)`
             floats and `"decoder_tokens"` `(batch, caption_len)` ints (BOS,
-            then the caption but its last token).
+            then the caption but its last token); a hard model in training
+            also needs `"targets"` `(batch, caption_len)` (the caption,
+            then EOS: the labels).
         training: bool.
 
     Returns:
@@ -128,6 +135,13 @@ class Captioner(keras.Model):
         dropout=0.1,
         doubly_stochastic=1.0,
         pad_id=0,
+        attention="soft",
+        expectation_probability=0.5,
+        reinforce_weight=0.1,
+        entropy_weight=0.002,
+        baseline_decay=0.9,
+        hard_decoding="expectation",
+        seed=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -148,6 +162,30 @@ class Captioner(keras.Model):
         self.doubly_stochastic = _validation.non_negative_float(
             "doubly_stochastic", doubly_stochastic)
         self.pad_id = _validation.non_negative_int("pad_id", pad_id)
+        self.attention = _validation.choice("attention", attention,
+                                            ATTENTIONS)
+        self.expectation_probability = _validation.probability(
+            "expectation_probability", expectation_probability)
+        self.reinforce_weight = _validation.non_negative_float(
+            "reinforce_weight", reinforce_weight)
+        self.entropy_weight = _validation.non_negative_float(
+            "entropy_weight", entropy_weight)
+        self.baseline_decay = _validation.rate("baseline_decay",
+                                               baseline_decay)
+        self.hard_decoding = _validation.choice("hard_decoding",
+                                                hard_decoding, HARD_DECODINGS)
+        self.seed = seed
+        if self.attention == "hard":
+            self.seed_generator = keras.random.SeedGenerator(
+                seed, name="seed_generator")
+            # The REINFORCE baseline: a moving average of the captions'
+            # NLL, with the number of updates for its bias correction.
+            self.baseline = self.add_weight(
+                shape=(), initializer="zeros", trainable=False,
+                name="baseline", dtype="float32")
+            self.baseline_updates = self.add_weight(
+                shape=(), initializer="zeros", trainable=False,
+                name="baseline_updates", dtype="float32")
 
         def dense(size, name, **options):
             return keras.layers.Dense(size, dtype=self.dtype_policy, name=name,
@@ -231,16 +269,25 @@ class Captioner(keras.Model):
         hidden = self.output_dropout(hidden, training=training)
         return ops.cast(self.output_projection(hidden), "float32")
 
+    def _reads_argmax(self):
+        return self.attention == "hard" and self.hard_decoding == "argmax"
+
     def decode(self, decoder_tokens, memory, source_mask, training=None,
-               return_attention_scores=False):
+               return_attention_scores=False, location_noise=None,
+               expectation=None):
         """Logits `(B, T, V)` of a whole caption prefix (teacher forcing),
-        and, if asked, the attention weights `(B, T, L)`."""
+        and, if asked, the attention weights `(B, T, L)`. Hard attention
+        reads the locations `location_noise` `(B, T)` draws (rows where
+        `expectation` `(B,)` is True read the expected context), or, without
+        noise, as `hard_decoding` says."""
         cache = self.initial_cache(memory, source_mask)
         embedded = self.embedding(decoder_tokens)  # (B, T, E)
         states, contexts, weights = self.decoder(
             embedded, memory, cache["states"], memory_mask=source_mask,
             prepared_memory=cache["keys"], return_attention_scores=True,
-            training=training,
+            training=training, location_noise=location_noise,
+            argmax_location=location_noise is None and self._reads_argmax(),
+            expectation=expectation,
         )  # (B, T, U), (B, T, F), (B, T, L)
         logits = self._logits(embedded, states, contexts, training)
         return (logits, weights) if return_attention_scores else logits
@@ -252,13 +299,58 @@ class Captioner(keras.Model):
         return self.doubly_stochastic * ops.sum(
             doubly_stochastic_penalty(weights, step_mask)) / steps
 
+    def reinforce_terms(self, logits, weights, targets, location_noise,
+                        expectation, baseline):
+        """Hard attention's learning rule for one batch, with this model's
+        `pad_id`, λ_r and λ_e: see `caption_losses.reinforce_terms`."""
+        return caption_losses.reinforce_terms(
+            logits, weights, targets, location_noise, expectation, baseline,
+            pad_id=self.pad_id, reinforce_weight=self.reinforce_weight,
+            entropy_weight=self.entropy_weight)
+
+    def _corrected_baseline(self):
+        updates = self.baseline_updates
+        correction = 1.0 - ops.power(self.baseline_decay, updates)
+        return ops.where(updates > 0,
+                         self.baseline / ops.maximum(correction, 1e-8), 0.0)
+
     def call(self, inputs, training=None):
         memory, source_mask = self.encode(inputs["images"], training)
         tokens = inputs["decoder_tokens"]
+        if self.attention == "hard" and training:
+            return self._hard_training_call(inputs, memory, source_mask)
         logits, weights = self.decode(tokens, memory, source_mask, training,
                                       return_attention_scores=True)
         if self.doubly_stochastic > 0:
             self.add_loss(self.attention_penalty(weights, tokens))
+        return logits
+
+    def _hard_training_call(self, inputs, memory, source_mask):
+        if "targets" not in inputs:
+            raise ValueError(
+                "A hard-attention Captioner trains with REINFORCE, whose "
+                "reward is the caption's likelihood: its training inputs "
+                "need 'targets' (the labels), received the keys: "
+                f"{sorted(inputs)}")
+        tokens, targets = inputs["decoder_tokens"], inputs["targets"]
+        batch = ops.shape(tokens)[0]
+        noise = keras.random.uniform(ops.shape(tokens), seed=self.seed_generator)
+        draw = keras.random.uniform((), seed=self.seed_generator)
+        expectation = ops.broadcast_to(draw < self.expectation_probability,
+                                       (batch,))  # one draw per batch
+        logits, weights = self.decode(
+            tokens, memory, source_mask, True, return_attention_scores=True,
+            location_noise=noise, expectation=expectation)
+        terms = self.reinforce_terms(logits, weights, targets, noise,
+                                     expectation, self._corrected_baseline())
+        self.add_loss(terms["reinforce"] + terms["entropy"])
+        if self.doubly_stochastic > 0:
+            self.add_loss(self.attention_penalty(weights, tokens))
+        # b <- decay b + (1 - decay) mean_b NLL_b, after its use.
+        mean_nll = ops.mean(ops.stop_gradient(terms["nll"]))
+        self.baseline.assign(self.baseline_decay * self.baseline
+                             + (1.0 - self.baseline_decay) * mean_nll)
+        self.baseline_updates.assign(self.baseline_updates + 1.0)
         return logits
 
     def decode_step(self, tokens, index, cache, source_mask):
@@ -276,7 +368,7 @@ class Captioner(keras.Model):
         embedded = self.embedding(tokens[:, 0])  # (B, E)
         state, context, weights, states = self.decoder.step(
             embedded, cache["states"], cache["memory"], cache["keys"],
-            source_mask,
+            source_mask, argmax_location=self._reads_argmax(),
         )
         logits = self._logits(embedded, state, context)
         return logits, dict(cache, states=states), ops.cast(weights,
@@ -295,6 +387,13 @@ class Captioner(keras.Model):
                 "dropout": self.dropout,
                 "doubly_stochastic": self.doubly_stochastic,
                 "pad_id": self.pad_id,
+                "attention": self.attention,
+                "expectation_probability": self.expectation_probability,
+                "reinforce_weight": self.reinforce_weight,
+                "entropy_weight": self.entropy_weight,
+                "baseline_decay": self.baseline_decay,
+                "hard_decoding": self.hard_decoding,
+                "seed": self.seed,
             }
         )
         return config

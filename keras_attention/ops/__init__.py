@@ -1,4 +1,5 @@
-"""Pure functions on tensors: attention core, masks, position tables."""
+"""Pure functions on tensors: attention core, masks, position tables, hard
+attention's sampling and the REINFORCE estimator."""
 
 from keras_attention.ops.attention import fused_attention
 from keras_attention.ops.attention import head_diversity_penalty
@@ -40,8 +41,18 @@ from keras_attention.ops.relative import relative_logits_skew
 from keras_attention.ops.relative import relative_positions
 from keras_attention.ops.relative import relative_values_gather
 from keras_attention.ops.relative import relative_values_skew
+from keras_attention.ops.stochastic import attention_entropy
+from keras_attention.ops.stochastic import hard_weights
+from keras_attention.ops.stochastic import location_log_prob
+from keras_attention.ops.stochastic import reinforce_surrogate
+from keras_attention.ops.stochastic import sample_locations
 
 __all__ = [
+    "attention_entropy",
+    "hard_weights",
+    "location_log_prob",
+    "reinforce_surrogate",
+    "sample_locations",
     "alibi_bias",
     "alibi_slopes",
     "band_mask",

@@ -1,5 +1,6 @@
 """The captioner's SavedModel (images in, caption strings out) computes
-what the in-memory module computes; in-graph detokenizing is exact."""
+what the in-memory module computes, soft or hard attention (read at its
+most likely location); in-graph detokenizing is exact."""
 
 import numpy as np
 import pytest
@@ -14,9 +15,10 @@ VOCABULARY = CaptionVocabulary()
 IMAGES = np.random.default_rng(0).random((4, 16, 16)).astype("float32")
 
 
-def module(**options):
+def module(model_options=None, **options):
     model = Captioner(len(VOCABULARY), filters=(4, 8), feature_dim=6,
-                      embedding_dim=5, units=7, dropout=0.0)
+                      embedding_dim=5, units=7, dropout=0.0,
+                      **(model_options or {}))
     model({"images": IMAGES, "decoder_tokens": np.ones((4, 3), "int32")})
     return CaptionerModule(model, VOCABULARY.words, (16, 16),
                            bos_id=VOCABULARY.bos_id, eos_id=VOCABULARY.eos_id,
@@ -32,9 +34,13 @@ def test_detokenize_stops_at_the_end_token():
         assert VOCABULARY.decode(row) == text.decode()
 
 
-@pytest.mark.parametrize("beam_size", [1, 3], ids=["greedy", "beam"])
-def test_exported_equals_in_memory(tmp_path, beam_size):
-    captioner = module(beam_size=beam_size)
+@pytest.mark.parametrize(
+    "beam_size, model_options",
+    [(1, None), (3, None),
+     (1, {"attention": "hard", "hard_decoding": "argmax"})],
+    ids=["greedy", "beam", "hard-argmax"])
+def test_exported_equals_in_memory(tmp_path, beam_size, model_options):
+    captioner = module(model_options, beam_size=beam_size)
     expected = captioner.caption(tf.constant(IMAGES))
     path = export_captioner(captioner, tmp_path)
     assert path == tmp_path / "captioner" / "1"

@@ -248,3 +248,56 @@ def test_new_options_round_trip_their_config(options):
     assert clone.get_config() == decoder.get_config()
     assert (clone.query, clone.input_feeding, clone.attention) == (
         decoder.query, decoder.input_feeding, decoder.attention)
+
+
+def test_hard_steps_read_the_drawn_location_and_equal_the_sequence():
+    """Hard attention: the step draws s from α by the inverse CDF of its
+    noise and feeds h_s (not Σ α h) to the cell; rows marked `expectation`
+    read Σ α h; the whole sequence equals step by step with the same
+    noise."""
+    decoder = AttentionRNNDecoder(UNITS, cell="lstm")
+    noise = RNG.random((BATCH, TARGET_LEN)).astype("float32")
+    expectation = np.array([False, True])
+    states, contexts, weights = decoder(
+        INPUTS, MEMORY, STATE, memory_mask=MEMORY_MASK,
+        return_attention_scores=True, location_noise=noise,
+        expectation=expectation,
+    )
+    state = decoder.states_from(STATE)
+    keys = decoder.prepare_memory(MEMORY)
+    for t in range(TARGET_LEN):
+        alpha = as_numpy(weights[:, t])
+        drawn = [int(np.argmax(noise[b, t] < np.cumsum(alpha[b])))
+                 for b in range(BATCH)]
+        assert drawn[1] < 3  # row 1's masked locations are never drawn
+        want = np.stack([MEMORY[0, drawn[0]],
+                         np.einsum("s,sm->m", alpha[1], MEMORY[1])])
+        assert_allclose(contexts[:, t], want, atol=1e-5)
+        cell_input = np.concatenate([INPUTS[:, t], want], -1)
+        expected, _ = decoder.cell(cell_input, state)
+        output, context, step_alpha, state = decoder.step(
+            INPUTS[:, t], state, MEMORY, keys, MEMORY_MASK,
+            location_noise=noise[:, t], expectation=expectation)
+        assert_allclose(output, expected, atol=1e-5)
+        assert_allclose(output, states[:, t], atol=1e-5)
+        assert_allclose(step_alpha, alpha, atol=1e-6)
+    # argmax_location reads the most likely location.
+    _, contexts, weights = decoder(
+        INPUTS, MEMORY, STATE, memory_mask=MEMORY_MASK,
+        return_attention_scores=True, argmax_location=True)
+    best = as_numpy(weights).argmax(-1)  # (B, T)
+    assert_allclose(contexts, np.take_along_axis(
+        MEMORY[:, None], best[:, :, None, None], 2)[:, :, 0], atol=1e-6)
+
+
+def test_hard_attention_needs_the_previous_state_query():
+    inputs = {"location_noise": np.zeros((BATCH, TARGET_LEN), "float32")}
+    for options in ({"attention": "general", "query": "current"},
+                    {"attention": None}):
+        decoder = AttentionRNNDecoder(UNITS, **options)
+        memory = MEMORY if options["attention"] else MEMORY[:, 0]
+        with pytest.raises(ValueError, match="query='previous'"):
+            decoder(INPUTS, memory, STATE, **inputs)
+    with pytest.raises(ValueError, match="location_noise"):
+        AttentionRNNDecoder(UNITS)(INPUTS, MEMORY, STATE,
+                                   location_noise=np.zeros((BATCH,)))
