@@ -19,6 +19,7 @@ _LAYER_NAMES = (
     "AttentionRNNDecoder",
     "DotAttention",
     "GeneralAttention",
+    "GlimpseSensor",
     "LocalAttention2D",
     "LocalSelfAttention",
     "MultiHeadAttention",

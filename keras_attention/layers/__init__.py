@@ -4,6 +4,7 @@ from keras_attention.layers.additive_attention import AdditiveAttention
 from keras_attention.layers.attention_rnn_decoder import AttentionRNNDecoder
 from keras_attention.layers.dot_attention import DotAttention
 from keras_attention.layers.general_attention import GeneralAttention
+from keras_attention.layers.glimpse_sensor import GlimpseSensor
 from keras_attention.layers.local_attention_2d import LocalAttention2D
 from keras_attention.layers.local_self_attention import LocalSelfAttention
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
@@ -26,6 +27,7 @@ __all__ = [
     "AttentionRNNDecoder",
     "DotAttention",
     "GeneralAttention",
+    "GlimpseSensor",
     "LocalAttention2D",
     "LocalSelfAttention",
     "MultiHeadAttention",

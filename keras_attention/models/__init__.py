@@ -12,7 +12,10 @@ and `ImageTransformer` (pixel-by-pixel generation of small images with
 local 2-D or full causal attention). `Captioner` (Show, Attend and Tell:
 a CNN's feature map read by an LSTM with soft attention) follows the
 decoding protocol too, so the translators' greedy and beam search caption
-images.
+images; so does `VideoCaptioner` (Yao et al.'s temporal attention over a
+clip's frames, with optional local 3-D convolution features), for clips.
+`RecurrentAttentionModel` (Mnih et al.'s RAM) classifies an image from a
+few glimpses and learns where to look with REINFORCE.
 """
 
 from keras_attention.models.bert_classifier import BertClassifier
@@ -22,9 +25,11 @@ from keras_attention.models.captioner import Captioner
 from keras_attention.models.dual_encoder import DualEncoder
 from keras_attention.models.image_transformer import ImageTransformer
 from keras_attention.models.memory_network import MemoryNetwork
+from keras_attention.models.recurrent_attention import RecurrentAttentionModel
 from keras_attention.models.rnn_translator import RNNTranslator
 from keras_attention.models.transformer_translator import PRESETS
 from keras_attention.models.transformer_translator import TransformerTranslator
+from keras_attention.models.video_captioner import VideoCaptioner
 
 TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
 """The translator classes by the name the command line's `--model` uses."""
@@ -39,6 +44,8 @@ __all__ = [
     "MemoryNetwork",
     "PRESETS",
     "RNNTranslator",
+    "RecurrentAttentionModel",
     "TRANSLATORS",
     "TransformerTranslator",
+    "VideoCaptioner",
 ]
