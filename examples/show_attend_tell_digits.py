@@ -226,6 +226,11 @@ def argmax_twin(model, inputs):
     return twin
 
 
+def sample_std(values):
+    """The sample standard deviation (n − 1); 0 for one value."""
+    return float(np.std(values, ddof=1)) if len(values) > 1 else 0.0
+
+
 def summary(results):
     """Mean and spread over seeds for each (attention, λ)."""
     groups = {}
@@ -239,8 +244,8 @@ def summary(results):
             exact = [100 * run[name]["exact"] for run in runs]
             bleu = [run[name]["bleu"] for run in runs]
             cells.append(f"{name} exact {np.mean(exact):.1f} ± "
-                         f"{np.std(exact):.1f}%, BLEU {np.mean(bleu):.1f} ± "
-                         f"{np.std(bleu):.1f}")
+                         f"{sample_std(exact):.1f}%, BLEU {np.mean(bleu):.1f} ± "
+                         f"{sample_std(bleu):.1f}")
         lines.append(f"  {attention:<4} λ={penalty:g} ({len(runs)} seeds): "
                      + "; ".join(cells))
     return lines
@@ -339,7 +344,8 @@ def main(argv=None):
                          output_dir)
             print(f"attention pictures: {', '.join(map(str, paths))}")
     if len(seeds) > 1:
-        print("\nheld-out scenes, mean ± standard deviation over seeds:")
+        print("\nheld-out scenes, mean ± sample standard deviation over "
+              "seeds:")
         print("\n".join(summary(results)))
     return results
 

@@ -360,6 +360,20 @@ class AttentionRNNDecoder(keras.layers.Layer):
         if location_noise is not None:
             _validation.rank("location_noise", location_noise.shape, (2,),
                              "(batch, target_len): one uniform per step")
+            known = [(a, b) for a, b in zip(location_noise.shape,
+                                            inputs.shape[:2])
+                     if a is not None and b is not None]
+            if any(a != b for a, b in known):
+                raise ValueError(
+                    "`location_noise` needs one uniform per step, shaped "
+                    "(batch, target_len) = "
+                    f"{tuple(inputs.shape[:2])}, received: "
+                    f"location_noise.shape={tuple(location_noise.shape)}")
+        if expectation is not None and location_noise is None:
+            raise ValueError(
+                "`expectation` marks rows that read the expected context "
+                "instead of a drawn location; it needs `location_noise`, "
+                "received: expectation without location_noise")
         if return_attention_scores and self.attention is None:
             raise ValueError(
                 "A decoder without attention has no attention weights, "

@@ -282,6 +282,17 @@ class RecurrentAttentionModel(keras.Model):
                          "(batch, height, width) or (batch, H, W, channels)")
         batch = ops.shape(images)[0]
         steps = self.num_glimpses - 1
+        if noise is not None:
+            noise = ops.convert_to_tensor(noise)
+            want = (images.shape[0], steps, 2)
+            if not training or len(noise.shape) != 3 or any(
+                    a is not None and b is not None and a != b
+                    for a, b in zip(noise.shape, want)):
+                raise ValueError(
+                    "`noise` is the training policy's ε, one (row, column) "
+                    "pair per location action: shape (batch, num_glimpses "
+                    f"- 1, 2) = {want} with training=True, received: "
+                    f"noise.shape={tuple(noise.shape)}, training={training}")
         if training and steps:
             if noise is None:
                 noise = keras.random.normal((batch, steps, 2),

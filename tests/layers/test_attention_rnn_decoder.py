@@ -301,3 +301,9 @@ def test_hard_attention_needs_the_previous_state_query():
     with pytest.raises(ValueError, match="location_noise"):
         AttentionRNNDecoder(UNITS)(INPUTS, MEMORY, STATE,
                                    location_noise=np.zeros((BATCH,)))
+    with pytest.raises(ValueError, match=r"location_noise.shape=\(2, 3\)"):
+        AttentionRNNDecoder(UNITS)(INPUTS, MEMORY, STATE,
+                                   location_noise=np.zeros((BATCH, 3)))
+    with pytest.raises(ValueError, match="expectation without"):
+        AttentionRNNDecoder(UNITS)(INPUTS, MEMORY, STATE,
+                                   expectation=np.zeros((BATCH,), bool))

@@ -244,3 +244,13 @@ def test_bad_inputs_name_themselves():
     with pytest.raises(ValueError, match="sample_weight"):
         model.compute_loss(y=LABELS, y_pred=model(IMAGES),
                            sample_weight=np.ones(4))
+
+
+def test_noise_of_the_wrong_shape_or_outside_training_names_itself():
+    model = RecurrentAttentionModel.from_preset("tiny", num_glimpses=3)
+    images = np.zeros((2, 40, 40), "float32")
+    model(images)
+    with pytest.raises(ValueError, match=r"noise.shape=\(2, 3, 2\)"):
+        model(images, training=True, noise=np.zeros((2, 3, 2), "float32"))
+    with pytest.raises(ValueError, match="training=False"):
+        model(images, training=False, noise=np.zeros((2, 2, 2), "float32"))

@@ -43,9 +43,12 @@ def test_sample_locations_follows_the_distribution_and_skips_zeros():
     chosen = as_numpy(sample_locations(np.tile(alpha, (draws, 1)), noise))
     np.testing.assert_array_equal(np.bincount(chosen, minlength=5),
                                   [100, 0, 600, 300, 0])
-    # A draw at the very top (rounding) stays on a location with weight.
-    top = as_numpy(sample_locations(alpha[None], np.array([0.99999994])))
-    assert top[0] == 3
+    # Weights that round to a sum below the draw: the clip keeps it on
+    # the last location with weight, never a trailing zero-weight one.
+    short = np.array([[0.5, 0.49999, 0.0, 0.0]], "float32")
+    assert np.cumsum(short)[-1] < np.float32(0.99999994)
+    top = as_numpy(sample_locations(short, np.array([0.99999994])))
+    assert top[0] == 1
 
 
 def test_hard_weights_one_hot_argmax_and_expectation_rows():
