@@ -23,7 +23,8 @@ cached against uncached decoding speed.
    and prints the speed ratio (target: cached at least 5x faster at 64).
 
 Run: `python benchmarks/translator_multi30k.py --minutes 60 [--model rnn
-[--attention none] [--query current]] [--data-dir ../shared/data/multi30k]` (the folder also comes from
+[--attention none] [--query current]]
+[--data-dir ../shared/data/multi30k]` (the folder also comes from
 `$MULTI30K_DIR`). Targets: sacreBLEU on test_2016_flickr after at most 60
 minutes on 2 CPU cores >= 35 for the Transformer, >= 30 for the RNN.
 """

@@ -308,7 +308,10 @@ class Captioner(keras.Model):
             pad_id=self.pad_id, reinforce_weight=self.reinforce_weight,
             entropy_weight=self.entropy_weight)
 
-    def _corrected_baseline(self):
+    def corrected_baseline(self):
+        """Hard attention: the baseline `b` the next batch is scored
+        against, the moving average divided by `1 − decay^updates` (0
+        before the first update)."""
         updates = self.baseline_updates
         correction = 1.0 - ops.power(self.baseline_decay, updates)
         return ops.where(updates > 0,
@@ -342,7 +345,7 @@ class Captioner(keras.Model):
             tokens, memory, source_mask, True, return_attention_scores=True,
             location_noise=noise, expectation=expectation)
         terms = self.reinforce_terms(logits, weights, targets, noise,
-                                     expectation, self._corrected_baseline())
+                                     expectation, self.corrected_baseline())
         self.add_loss(terms["reinforce"] + terms["entropy"])
         if self.doubly_stochastic > 0:
             self.add_loss(self.attention_penalty(weights, tokens))

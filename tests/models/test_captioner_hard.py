@@ -104,7 +104,7 @@ def test_the_training_call_adds_the_terms_and_moves_the_baseline():
     assert float(model.baseline_updates) == 1.0
     first = float(model.baseline) / 0.1  # b = 0.9 * 0 + 0.1 * mean NLL
     # Bias-corrected, the first average is the first batch's mean NLL.
-    np.testing.assert_allclose(float(model._corrected_baseline()), first,
+    np.testing.assert_allclose(float(model.corrected_baseline()), first,
                                rtol=1e-5)
     assert 0.0 < first < 5 * np.log(VOCABULARY)
     model(inputs, training=True)
