@@ -147,3 +147,57 @@ def test_pronoun_heads_reads_the_encoder_rows_by_word(tmp_path_factory,
         cross["attention"], cross["row_pieces"], cross["column_pieces"])
     assert columns == [word for word, _ in module.words_of(pieces)]
     np.testing.assert_allclose(grouped.sum(-1), 1.0, atol=1e-5)
+
+
+def test_bleu_by_length_compares_translators_on_the_same_buckets(
+        tmp_path_factory, tmp_path, capsys):
+    """Each model's buckets are `Translator.evaluate(by_length=...)`'s
+    rows; the bootstrap intervals resample the same sentences for every
+    model; the figure is written; a malformed model argument is one line."""
+    from keras_attention.text import load_corpus
+    from keras_attention.training import corpus_bleu
+    from keras_attention.translator import Translator
+    from tests.trained_translators import trained_translator
+
+    module = load("bleu_by_length")
+    directories = {variant: trained_translator(tmp_path_factory, variant)
+                   for variant in ("rnn", "sinusoidal")}
+    output = tmp_path / "by_length.png"
+    results = module.main([
+        f"rnn={directories['rnn']}",
+        f"transformer={directories['sinusoidal']}",
+        "--corpus", "synthetic", "--split", "test", "--limit", "60",
+        "--edges", "6,8", "--bootstrap", "20", "--output", str(output)])
+    pairs = load_corpus("synthetic")["test"][:60]
+    assert output.stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "source words  sentences" in out and "all" in out
+    for label, variant in (("rnn", "rnn"), ("transformer", "sinusoidal")):
+        expected = Translator.load(directories[variant]).evaluate(
+            pairs, by_length=(6, 8))
+        assert results[label]["by_length"] == expected["by_length"]
+        assert sum(row["sentences"] for row in expected["by_length"]) == 60
+        for row, (low, high) in zip(expected["by_length"],
+                                    results[label]["intervals"]):
+            if row["sentences"] == 0:
+                assert (low, high) == (None, None)
+            else:
+                assert 0.0 <= low <= high <= 100.0
+    # One bucket's interval by hand: the same seeded resamples.
+    rng = np.random.default_rng(0)
+    hypotheses = results["rnn"]["hypotheses"]
+    members = [i for i, (source, _) in enumerate(pairs)
+               if len(source.split()) <= 6]
+    scores = []
+    for _ in range(20):
+        chosen = rng.choice(members, size=len(members))
+        scores.append(corpus_bleu([hypotheses[i] for i in chosen],
+                                  [pairs[i][1] for i in chosen])[0])
+    np.testing.assert_allclose(results["rnn"]["intervals"][0],
+                               np.percentile(scores, [2.5, 97.5]))
+    with pytest.raises(SystemExit):
+        module.main(["rnn-without-folder"])
+    assert "a model is LABEL=DIR" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        module.main([f"a={directories['rnn']}", "--edges", "8,6"])
+    assert "--edges" in capsys.readouterr().err

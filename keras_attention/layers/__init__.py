@@ -7,11 +7,13 @@ from keras_attention.layers.general_attention import GeneralAttention
 from keras_attention.layers.glimpse_sensor import GlimpseSensor
 from keras_attention.layers.local_attention_2d import LocalAttention2D
 from keras_attention.layers.local_self_attention import LocalSelfAttention
+from keras_attention.layers.memory_compressed_attention import MemoryCompressedAttention
 from keras_attention.layers.multi_head_attention import MultiHeadAttention
 from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttention
 from keras_attention.layers.relative_attention import RelativeAttention
 from keras_attention.layers.scaled_dot_attention import ScaledDotAttention
 from keras_attention.layers.score_attention import ScoreAttention
+from keras_attention.layers.self_attention_2d import SelfAttention2D
 from keras_attention.layers.self_attentive_pooling import SelfAttentivePooling
 from keras_attention.layers.sequential_local_attention_2d import (
     SequentialLocalAttention2D,
@@ -30,11 +32,13 @@ __all__ = [
     "GlimpseSensor",
     "LocalAttention2D",
     "LocalSelfAttention",
+    "MemoryCompressedAttention",
     "MultiHeadAttention",
     "MultiHeadSelfAttention",
     "RelativeAttention",
     "ScaledDotAttention",
     "ScoreAttention",
+    "SelfAttention2D",
     "SelfAttentivePooling",
     "SequentialLocalAttention2D",
     "SinusoidalPositionEmbedding",

@@ -16,6 +16,9 @@ images; so does `VideoCaptioner` (Yao et al.'s temporal attention over a
 clip's frames, with optional local 3-D convolution features), for clips.
 `RecurrentAttentionModel` (Mnih et al.'s RAM) classifies an image from a
 few glimpses and learns where to look with REINFORCE.
+`TransformerLanguageModel` is a decoder-only Transformer whose blocks'
+self-attention is chosen by name (full, relative, local or
+memory-compressed: the Music Transformer's and Liu et al.'s T-DMCA).
 """
 
 from keras_attention.models.bert_classifier import BertClassifier
@@ -27,6 +30,7 @@ from keras_attention.models.image_transformer import ImageTransformer
 from keras_attention.models.memory_network import MemoryNetwork
 from keras_attention.models.recurrent_attention import RecurrentAttentionModel
 from keras_attention.models.rnn_translator import RNNTranslator
+from keras_attention.models.transformer_language_model import TransformerLanguageModel
 from keras_attention.models.transformer_translator import PRESETS
 from keras_attention.models.transformer_translator import TransformerTranslator
 from keras_attention.models.video_captioner import VideoCaptioner
@@ -46,6 +50,7 @@ __all__ = [
     "RNNTranslator",
     "RecurrentAttentionModel",
     "TRANSLATORS",
+    "TransformerLanguageModel",
     "TransformerTranslator",
     "VideoCaptioner",
 ]

@@ -1,5 +1,5 @@
-"""Pure functions on tensors: attention core, masks, position tables, hard
-attention's sampling and the REINFORCE estimator."""
+"""Pure functions on tensors: attention core, masks, position tables, memory
+compression, hard attention's sampling and the REINFORCE estimator."""
 
 from keras_attention.ops.attention import fused_attention
 from keras_attention.ops.attention import head_diversity_penalty
@@ -8,6 +8,9 @@ from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
 from keras_attention.ops.blockwise import blockwise_attention
 from keras_attention.ops.cache import update_cache
+from keras_attention.ops.compression import compressed_causal_mask
+from keras_attention.ops.compression import group_positions
+from keras_attention.ops.compression import group_validity
 from keras_attention.ops.image_order import generation_order_2d
 from keras_attention.ops.image_order import local_memory_2d
 from keras_attention.ops.local import blocked_validity
@@ -64,6 +67,9 @@ __all__ = [
     "generation_order_2d",
     "check_head_shape",
     "check_mask_shape",
+    "compressed_causal_mask",
+    "group_positions",
+    "group_validity",
     "head_diversity_penalty",
     "implicit_mask",
     "local_band_mask",

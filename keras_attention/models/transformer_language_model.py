@@ -1,0 +1,337 @@
+"""`TransformerLanguageModel`: a decoder-only Transformer over token
+sequences, each block's self-attention chosen by name.
+
+Letters: B batch, T length, P prompt length, V vocabulary, D model size.
+"""
+
+import math
+
+import keras
+import numpy as np
+from keras import ops
+
+from keras_attention import _validation
+from keras_attention.layers import LocalSelfAttention
+from keras_attention.layers import MemoryCompressedAttention
+from keras_attention.layers import RelativeAttention
+from keras_attention.layers import SinusoidalPositionEmbedding
+from keras_attention.layers import TransformerDecoder
+
+ATTENTIONS = ("full", "relative", "local", "compressed")
+"""The self-attention of a block, by name: causal `MultiHeadSelfAttention`
+over every earlier position; `RelativeAttention` (Shaw et al.; the Music
+Transformer's, with `max_relative_position` and `relative_values`);
+`LocalSelfAttention` (a causal window of `window` positions); and
+`MemoryCompressedAttention` (keys and values compressed by `compression`,
+Liu et al.)."""
+POSITIONS = ("sinusoidal", "none")
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class TransformerLanguageModel(keras.Model):
+    """A decoder-only Transformer language model (GPT-style blocks).
+
+    Token embeddings (scaled by √D), plus sinusoidal positions
+    (`positions="sinusoidal"`; `"none"` leaves position to relative
+    attention), then `num_layers` `TransformerDecoder` blocks without
+    cross-attention, each with the causal self-attention its entry of
+    `attention` names (see `ATTENTIONS`): one name for every block, or one
+    per block, e.g. Liu et al.'s T-DMCA stack `["local", "compressed",
+    "local", "compressed", "local"]`. Then a final layer normalization
+    (the blocks normalize first) and the logits over the vocabulary.
+
+    The model reads the inputs, already shifted: `token_ids[:, 0]` is a
+    start token and the logits at `t` predict `token_ids[:, t + 1]` (the
+    targets). Positions holding `padding_id` are masked as keys.
+
+    Generation (`generate`) samples with Gumbel noise drawn up front from
+    `seed`, so decoding with the blocks' key/value caches and re-running
+    the model on the whole prefix at every step draw the same tokens.
+    Local attention has no cache: it generates by full passes only.
+
+    Args:
+        vocabulary_size: int >= 2, V.
+        num_layers, num_heads, hidden_dim, intermediate_dim: the blocks'
+            sizes; `hidden_dim` divisible by `num_heads`.
+        dropout: float in [0, 1), in the blocks and after the embeddings.
+        attention: a name of `ATTENTIONS`, or a list of `num_layers` names.
+        positions: `"sinusoidal"` or `"none"`.
+        max_relative_position: int >= 1, the clipping distance of
+            relative attention.
+        relative_values: bool, relative attention's value terms too.
+        window: int >= 1, the distance local attention reaches back.
+        compression: int >= 1, memory-compressed attention's kernel and
+            stride.
+        padding_id: int, the token that pads a sequence.
+
+    Call arguments:
+        token_ids: `(B, T)` ints in `[0, vocabulary_size)`.
+        padding_mask: `(B, T)` boolean, False at padding; defaults to
+            `token_ids != padding_id`.
+        training: bool; enables dropout.
+
+    Returns:
+        Logits `(B, T, vocabulary_size)`, causal: those at `t` depend on
+        `token_ids[:, :t + 1]` only.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.models import TransformerLanguageModel
+    >>> model = TransformerLanguageModel(
+    ...     vocabulary_size=12, num_layers=2, num_heads=2, hidden_dim=8,
+    ...     intermediate_dim=16, attention=["relative", "compressed"],
+    ...     positions="none", max_relative_position=4)
+    >>> tokens = np.random.default_rng(0).integers(1, 12, (2, 9))
+    >>> tuple(model(tokens).shape)
+    (2, 9, 12)
+    >>> prompt = tokens[:, :3]
+    >>> sampled = model.generate(prompt, steps=5, seed=1)
+    >>> sampled.shape
+    (2, 8)
+    >>> bool((sampled == model.generate(prompt, 5, seed=1,
+    ...                                 use_cache=False)).all())
+    True
+
+    References:
+        Vaswani et al. "Attention Is All You Need", NeurIPS 2017.
+        Liu et al. "Generating Wikipedia by Summarizing Long Sequences",
+        ICLR 2018 (the decoder-only Transformer, T-DMCA).
+        Huang et al. "Music Transformer", ICLR 2019.
+    """
+
+    def __init__(self, vocabulary_size, num_layers=2, num_heads=4,
+                 hidden_dim=64, intermediate_dim=256, dropout=0.0,
+                 attention="full", positions="sinusoidal",
+                 max_relative_position=32, relative_values=False, window=32,
+                 compression=3, padding_id=0, **kwargs):
+        super().__init__(**kwargs)
+        self.vocabulary_size = _validation.positive_int("vocabulary_size",
+                                                        vocabulary_size)
+        if self.vocabulary_size < 2:
+            raise ValueError(
+                "`vocabulary_size` must be an int >= 2, received: "
+                f"vocabulary_size={vocabulary_size!r}")
+        self.num_layers = _validation.positive_int("num_layers", num_layers)
+        self.num_heads = _validation.positive_int("num_heads", num_heads)
+        self.hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                "`hidden_dim` must be divisible by `num_heads`, received: "
+                f"hidden_dim={hidden_dim}, num_heads={num_heads}")
+        self.intermediate_dim = _validation.positive_int("intermediate_dim",
+                                                         intermediate_dim)
+        self.dropout = _validation.rate("dropout", dropout)
+        self.attention = self._attention_list(attention)
+        self.positions = _validation.choice("positions", positions, POSITIONS)
+        self.max_relative_position = _validation.positive_int(
+            "max_relative_position", max_relative_position)
+        self.relative_values = bool(relative_values)
+        self.window = _validation.positive_int("window", window)
+        self.compression = _validation.positive_int("compression",
+                                                    compression)
+        if (isinstance(padding_id, bool) or not isinstance(padding_id, int)
+                or not 0 <= padding_id < self.vocabulary_size):
+            raise ValueError(
+                "`padding_id` must be an int in [0, vocabulary_size), "
+                f"received: padding_id={padding_id!r}")
+        self.padding_id = padding_id
+
+        policy = self.dtype_policy
+        self.token_embedding = keras.layers.Embedding(
+            self.vocabulary_size, self.hidden_dim, dtype=policy,
+            name="token_embedding")
+        self.position_embedding = SinusoidalPositionEmbedding(
+            dtype=policy, name="position_embedding")
+        self.embedding_dropout = keras.layers.Dropout(
+            self.dropout, dtype=policy, name="embedding_dropout")
+        self.blocks = [
+            TransformerDecoder(
+                intermediate_dim=self.intermediate_dim,
+                num_heads=self.num_heads, dropout=self.dropout,
+                normalize_first=True,
+                self_attention=self._self_attention(kind, number),
+                dtype=policy, name=f"decoder_{number}")
+            for number, kind in enumerate(self.attention)
+        ]
+        self.final_norm = keras.layers.LayerNormalization(
+            epsilon=1e-5, dtype=policy, name="final_norm")
+        self.output_dense = keras.layers.Dense(
+            self.vocabulary_size, dtype=policy, name="logits")
+
+    def _attention_list(self, attention):
+        names = ([attention] * self.num_layers if isinstance(attention, str)
+                 else list(attention))
+        if len(names) != self.num_layers:
+            raise ValueError(
+                f"`attention` must be one name of {ATTENTIONS} or a list of "
+                f"num_layers={self.num_layers} of them, received: "
+                f"attention={attention!r}")
+        for name in names:
+            _validation.choice("attention", name, ATTENTIONS)
+        return names
+
+    def _self_attention(self, kind, number):
+        common = dict(num_heads=self.num_heads,
+                      key_dim=self.hidden_dim // self.num_heads,
+                      dropout=self.dropout, dtype=self.dtype_policy,
+                      name=f"{kind}_attention_{number}")
+        if kind == "full":
+            return None  # the block's causal MultiHeadSelfAttention
+        if kind == "relative":
+            return RelativeAttention(
+                max_relative_position=self.max_relative_position,
+                relative_values=self.relative_values, **common)
+        if kind == "local":
+            return LocalSelfAttention(window=self.window, causal=True,
+                                      **common)
+        return MemoryCompressedAttention(compression=self.compression,
+                                         causal=True, **common)
+
+    @property
+    def can_cache(self):
+        """Whether every block decodes with a key/value cache (all but
+        local attention do)."""
+        return "local" not in self.attention
+
+    def _embed(self, token_ids, start, training=None):
+        """`(B, t)` ids at positions `start ..` to `(B, t, D)`."""
+        x = self.token_embedding(token_ids) * ops.cast(
+            math.sqrt(self.hidden_dim), self.compute_dtype)
+        if self.positions == "sinusoidal":
+            x = x + self.position_embedding(x, start_index=start)
+        return self.embedding_dropout(x, training=training)
+
+    def call(self, token_ids, padding_mask=None, training=None):
+        token_ids = ops.cast(token_ids, "int32")  # (B, T)
+        if padding_mask is None:
+            padding_mask = ops.not_equal(token_ids, self.padding_id)  # (B, T)
+        x = self._embed(token_ids, 0, training)  # (B, T, D)
+        for block in self.blocks:
+            x = block(x, decoder_padding_mask=padding_mask,
+                      training=training)  # causal
+        return self.output_dense(self.final_norm(x))  # (B, T, V)
+
+    def initial_cache(self, batch_size, max_length):
+        """The blocks' empty key/value caches, for `step`; a
+        `ValueError` when a block has local attention (no cache)."""
+        if not self.can_cache:
+            raise ValueError(
+                "Local attention decodes by full passes only (no cache): "
+                "generate with use_cache=False, received: "
+                f"attention={self.attention!r}")
+        if not self.built:
+            self(np.ones((1, 1), "int32"))
+        return [block.initial_cache(max_length=max_length,
+                                    batch_size=batch_size)
+                for block in self.blocks]
+
+    def step(self, token_ids, index, cache):
+        """Tokens `(B, t)` at positions `index ..` through the cached
+        blocks: `(logits (B, t, V), cache)`."""
+        x = self._embed(ops.cast(token_ids, "int32"), index)
+        updated = []
+        for block, block_cache in zip(self.blocks, cache):
+            x, block_cache = block(x, cache=block_cache,
+                                   cache_update_index=index)
+            updated.append(block_cache)
+        return self.output_dense(self.final_norm(x)), updated
+
+    def _check_tokens(self, name, token_ids):
+        token_ids = np.asarray(token_ids)
+        if (token_ids.ndim != 2 or token_ids.shape[1] < 1
+                or not np.issubdtype(token_ids.dtype, np.integer)
+                or token_ids.min() < 0
+                or token_ids.max() >= self.vocabulary_size):
+            raise ValueError(
+                f"`{name}` must be ints in [0, vocabulary_size="
+                f"{self.vocabulary_size}) of shape (batch, length >= 1), "
+                f"received: {name} of shape {token_ids.shape} and dtype "
+                f"{token_ids.dtype}")
+        return token_ids.astype("int32")
+
+    def negative_log_likelihood(self, token_ids, batch_size=32):
+        """The mean negative log-likelihood in nats per target token of
+        `token_ids` `(N, T + 1)` (inputs `[:, :-1]`, targets `[:, 1:]`),
+        padding targets left out."""
+        token_ids = self._check_tokens("token_ids", token_ids)
+        total, count = 0.0, 0
+        for begin in range(0, len(token_ids), batch_size):
+            batch = token_ids[begin:begin + batch_size]
+            logits = ops.convert_to_numpy(
+                ops.cast(self(batch[:, :-1], training=False), "float32"))
+            logits = logits.astype("float64")  # (B, T, V)
+            targets = batch[:, 1:]
+            peak = logits.max(-1, keepdims=True)
+            log_norm = peak[..., 0] + np.log(np.exp(logits - peak).sum(-1))
+            chosen = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
+            real = targets != self.padding_id
+            total += float(((log_norm - chosen) * real).sum())
+            count += int(real.sum())
+        return total / max(count, 1)
+
+    def generate(self, prompt, steps, seed=0, temperature=1.0,
+                 use_cache=True):
+        """Continue `prompt` `(B, P)` by `steps` sampled tokens.
+
+        Each token is `argmax(logits / temperature + g)` with Gumbel noise
+        `g` drawn up front from `seed`, so the cached and uncached paths
+        draw the same tokens.
+
+        Args:
+            prompt: `(B, P)` ints, P >= 1 (a start token at least).
+            steps: int >= 1.
+            seed: int, of the noise.
+            temperature: float > 0.
+            use_cache: bool: each step runs one position through the
+                blocks' caches; without it, each step re-runs the model on
+                the whole sequence so far.
+
+        Returns:
+            `(B, P + steps)` int32 NumPy array, the prompt first.
+        """
+        prompt = self._check_tokens("prompt", prompt)
+        steps = _validation.positive_int("steps", steps)
+        temperature = _validation.positive_float("temperature", temperature)
+        batch, length = prompt.shape
+        total = length + steps
+        rng = np.random.default_rng(seed)
+        uniform = rng.uniform(size=(batch, steps, self.vocabulary_size))
+        noise = -np.log(-np.log(np.maximum(uniform, 1e-12)))  # (B, S, V)
+        tokens = np.zeros((batch, total), "int32")
+        tokens[:, :length] = prompt
+        if use_cache:
+            cache = self.initial_cache(batch, total)
+            logits, cache = self.step(prompt, 0, cache)  # the prompt at once
+            logits = logits[:, -1]
+        for index in range(length, total):
+            if not use_cache:  # a sampled padding id is a token here
+                logits = self(tokens[:, :index], padding_mask=np.ones(
+                    (batch, index), bool))[:, -1]
+            scores = ops.convert_to_numpy(ops.cast(logits, "float32"))
+            chosen = np.argmax(scores.astype("float64") / temperature
+                               + noise[:, index - length], -1)
+            tokens[:, index] = chosen
+            if use_cache and index + 1 < total:
+                logits, cache = self.step(chosen[:, None], index, cache)
+                logits = logits[:, -1]
+        return tokens
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocabulary_size": self.vocabulary_size,
+            "num_layers": self.num_layers,
+            "num_heads": self.num_heads,
+            "hidden_dim": self.hidden_dim,
+            "intermediate_dim": self.intermediate_dim,
+            "dropout": self.dropout,
+            "attention": list(self.attention),
+            "positions": self.positions,
+            "max_relative_position": self.max_relative_position,
+            "relative_values": self.relative_values,
+            "window": self.window,
+            "compression": self.compression,
+            "padding_id": self.padding_id,
+        })
+        return config

@@ -1,0 +1,112 @@
+"""The chorale loader, serialization and windows, on made-up chorales (the
+shared JSB file is never read here)."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from keras_attention.data import chorales as chorales_lib
+
+# Two made-up chorales: four steps of S, A, T, B (-1: silent).
+MADE_UP = {
+    "train": [
+        [[72, 67, 64, 48], [72, 67, 64, 48], [74, 67, 62, 55],
+         [76, -1, 60, 36]],
+        [[81, 69, 57, 45], [79, 67, 55, -1]],
+    ],
+    "valid": [[[60, 55, 52, 48], [62, 57, 53, 50]]],
+}
+
+
+@pytest.fixture
+def chorale_file(tmp_path):
+    path = tmp_path / "made_up.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(MADE_UP).encode()))
+    return path
+
+
+def test_loads_a_file_a_folder_and_the_environment(chorale_file, monkeypatch):
+    loaded = chorales_lib.load_chorales(chorale_file)
+    assert sorted(loaded) == ["train", "valid"]
+    assert [c.shape for c in loaded["train"]] == [(4, 4), (2, 4)]
+    assert loaded["train"][0].dtype == np.int32
+    np.testing.assert_array_equal(loaded["valid"][0], MADE_UP["valid"][0])
+    from_folder = chorales_lib.load_chorales(chorale_file.parent,
+                                             splits=["valid"])
+    assert list(from_folder) == ["valid"]
+    monkeypatch.setenv("JSB_CHORALES", str(chorale_file))
+    np.testing.assert_array_equal(
+        chorales_lib.load_chorales()["train"][1], MADE_UP["train"][1])
+
+
+def test_bad_inputs_name_what_is_wrong(tmp_path, monkeypatch):
+    monkeypatch.delenv("JSB_CHORALES", raising=False)
+    with pytest.raises(FileNotFoundError, match="JSB_CHORALES"):
+        chorales_lib.load_chorales()
+    with pytest.raises(FileNotFoundError, match="No chorales file at"):
+        chorales_lib.load_chorales(tmp_path / "nothing.json")
+    with pytest.raises(FileNotFoundError, match="name the file"):
+        chorales_lib.load_chorales(tmp_path)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{not json")
+    with pytest.raises(ValueError, match="is not a JSON chorales file"):
+        chorales_lib.load_chorales(broken)
+    with pytest.raises(KeyError, match=r"No split 'test'.*\['train', 'valid'\]"):
+        chorales_lib.parse_chorales(MADE_UP, splits=["test"])
+    with pytest.raises(ValueError, match="step 1, tenor.*received: 90"):
+        chorales_lib.parse_chorales(
+            {"train": [[[60, 60, 60, 48], [60, 60, 90, 48]]]})
+    with pytest.raises(ValueError, match=r"shape \(1, 3\)"):
+        chorales_lib.parse_chorales({"train": [[[60, 60, 60]]]})
+
+
+def test_serialization_is_voice_by_voice_within_a_step():
+    chorale = np.array(MADE_UP["train"][0])
+    tokens = chorales_lib.serialize(chorale)
+    assert tokens.shape == (16,)
+    for step in range(4):
+        for voice in range(4):
+            pitch = chorale[step, voice]
+            token = tokens[4 * step + voice]
+            if pitch == -1:
+                assert token == chorales_lib.REST_ID
+            else:
+                assert token == pitch - 36 + chorales_lib.FIRST_PITCH_ID
+    np.testing.assert_array_equal(chorales_lib.deserialize(tokens), chorale)
+    # The extremes of the range are the first and last pitch tokens.
+    assert chorales_lib.serialize([[36, 81, -1, 36]]).tolist() == [
+        3, chorales_lib.VOCABULARY_SIZE - 1, 2, 3]
+    with pytest.raises(ValueError, match="whole steps"):
+        chorales_lib.deserialize([3, 4, 5])
+
+
+def test_transposition_keeps_rests_and_checks_the_range():
+    chorale = np.array(MADE_UP["train"][0])
+    up = chorales_lib.transpose(chorale, 2)
+    np.testing.assert_array_equal(up[chorale == -1], -1)
+    np.testing.assert_array_equal(up[chorale != -1], chorale[chorale != -1] + 2)
+    with pytest.raises(ValueError, match="received: 82"):
+        chorales_lib.transpose(MADE_UP["train"][1], 1)
+
+
+def test_windows_cover_every_token_once_with_stride_equal_to_length():
+    chorales = [np.array(c) for c in MADE_UP["train"]]
+    rows = chorales_lib.windows(chorales, 8)
+    assert rows.shape == (3, 9)  # 16 tokens -> 2 windows, 8 tokens -> 1
+    assert np.all(rows[:, 0] == chorales_lib.BOS_ID)
+    body = rows[:, 1:]
+    joined = np.concatenate([body[0], body[1], body[2]])
+    np.testing.assert_array_equal(
+        joined, np.concatenate([chorales_lib.serialize(c) for c in chorales]))
+    overlapping = chorales_lib.windows(chorales[:1], 8, stride=4)
+    assert overlapping.shape == (3, 9)  # starts 0, 4, 8
+    np.testing.assert_array_equal(overlapping[1, 1:],
+                                  chorales_lib.serialize(chorales[0])[4:12])
+    short = chorales_lib.windows(chorales[1:], 12)
+    assert short.tolist()[0][9:] == [0, 0, 0, 0]
+    with pytest.raises(ValueError, match="multiple of 4.*length=6"):
+        chorales_lib.windows(chorales, 6)
+    with pytest.raises(ValueError, match="stride=0"):
+        chorales_lib.windows(chorales, 8, stride=0)
