@@ -34,6 +34,7 @@ _LAYER_NAMES = (
     "SinusoidalPositionEmbedding",
     "TransformerDecoder",
     "TransformerEncoder",
+    "UniversalTransformerEncoder",
 )
 
 __all__ = ["__version__", "layers", "ops", *_LAYER_NAMES]

@@ -24,6 +24,7 @@ EXTRAS = {
                  "(TensorFlow, tensorflow-text, SentencePiece, sacreBLEU)",
     "serving": "the TF Serving-compatible server and its clients",
     "official": "beam search (tf-models-official)",
+    "music": "MIDI files of chorales (mido)",
 }
 
 

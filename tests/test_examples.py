@@ -201,3 +201,41 @@ def test_bleu_by_length_compares_translators_on_the_same_buckets(
     with pytest.raises(SystemExit):
         module.main([f"a={directories['rnn']}", "--edges", "8,6"])
     assert "--edges" in capsys.readouterr().err
+
+
+def test_universal_transformer_babi_runs(tmp_path, capsys):
+    module = load("universal_transformer_babi")
+    path = tmp_path / "ponder.png"
+    accuracy, ponder = module.main([
+        "--train-size", "80", "--test-size", "20", "--epochs", "2",
+        "--steps", "2", "--hidden", "16", "--heads", "2", "--memory-size",
+        "10", "--plot", str(path)])
+    assert 0.0 <= accuracy <= 1.0
+    assert ponder.shape == (20, 11)
+    assert np.all(ponder >= 1.0) and np.all(ponder <= 3.0)  # N + R <= 2 + 1
+    assert path.stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "test answer accuracy" in out and "mean ponder time" in out
+
+
+def test_sagan_digits_runs(tmp_path, capsys):
+    module = load("sagan_digits")
+    results = module.main([
+        "--steps", "4", "--batch-size", "16", "--samples", "40",
+        "--classifier-epochs", "1", "--output-dir", str(tmp_path)])
+    assert results["floor"] > 0 and 0.0 <= results["classifier_accuracy"] <= 1
+    for name in ("plain", "attention"):
+        (distance,) = results[name]
+        assert np.isfinite(distance) and distance > 0
+    for picture in ("plain_seed0.png", "attention_seed0.png",
+                    "attention_map_seed0.png"):
+        assert (tmp_path / picture).stat().st_size > 0
+    out = capsys.readouterr().out
+    assert "with self-attention" in out and "generator's gamma" in out
+    # The Fréchet distance of a set to itself is 0; to a shifted copy, the
+    # squared shift.
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(200, 5))
+    assert abs(module.frechet_distance(features, features)) < 1e-6
+    assert module.frechet_distance(features + 2.0, features) == pytest.approx(
+        20.0, rel=1e-6)

@@ -26,6 +26,7 @@ import pathlib
 import numpy as np
 
 from keras_attention import _validation
+from keras_attention._extras import require
 
 ENVIRONMENT_VARIABLE = "JSB_CHORALES"
 DEFAULT_FILE = "jsb16th_train_valid.json.gz"
@@ -206,3 +207,95 @@ def windows(chorales, length, stride=None):
             if start + length >= len(tokens):
                 break
     return np.stack(rows) if rows else np.zeros((0, length + 1), "int32")
+
+
+def notes(chorale):
+    """The chorale's notes, voice by voice: `[(voice, pitch, start step,
+    steps held)]`. A pitch repeated on consecutive steps of a voice is one
+    held note (the 16th-note grid does not tell a repeated note from a held
+    one; holding is the usual reading); rests end notes.
+
+    >>> from keras_attention.data.chorales import notes
+    >>> notes([[72, 67, 64, 48], [72, 67, 65, -1], [74, 67, 65, 48]])
+    [(0, 72, 0, 2), (0, 74, 2, 1), (1, 67, 0, 3), (2, 64, 0, 1), \
+(2, 65, 1, 2), (3, 48, 0, 1), (3, 48, 2, 1)]
+    """
+    chorale = _check_chorale("given", 0, chorale)
+    found = []
+    for voice in range(chorale.shape[1]):
+        line = chorale[:, voice]
+        start = 0
+        for step in range(1, len(line) + 1):
+            if step == len(line) or line[step] != line[start]:
+                if line[start] != -1:
+                    found.append((voice, int(line[start]), start,
+                                  step - start))
+                start = step
+    return found
+
+
+def write_midi(chorale, path, beats_per_minute=80, program=19):
+    """Write the chorale as a standard MIDI file (type 1, one track per
+    voice, a 16th note = a quarter of a beat) with `mido`; returns the
+    path. `program` is the General MIDI instrument (19: church organ).
+    Needs the `music` extra."""
+    require("keras_attention.data.chorales.write_midi", "music", "mido")
+    import mido
+
+    beats_per_minute = _validation.positive_float("beats_per_minute",
+                                                  beats_per_minute)
+    ticks_per_step = 120  # 480 ticks per beat, a beat = 4 steps
+    midi = mido.MidiFile(type=1, ticks_per_beat=4 * ticks_per_step)
+    tempo = mido.MidiTrack()
+    tempo.append(mido.MetaMessage(
+        "set_tempo", tempo=mido.bpm2tempo(beats_per_minute), time=0))
+    midi.tracks.append(tempo)
+    by_voice = {voice: [] for voice in range(len(VOICES))}
+    for voice, pitch, start, held in notes(chorale):
+        by_voice[voice].append((pitch, start, held))
+    for voice, name in enumerate(VOICES):
+        track = mido.MidiTrack()
+        track.append(mido.MetaMessage("track_name", name=name, time=0))
+        track.append(mido.Message("program_change", channel=voice,
+                                  program=program, time=0))
+        events = []  # (tick, order, message): note-offs before note-ons
+        for pitch, start, held in by_voice[voice]:
+            events.append((start * ticks_per_step, 1, "note_on", pitch))
+            events.append(((start + held) * ticks_per_step, 0, "note_off",
+                           pitch))
+        now = 0
+        for tick, _, kind, pitch in sorted(events):
+            track.append(mido.Message(kind, channel=voice, note=pitch,
+                                      velocity=80 if kind == "note_on" else 0,
+                                      time=tick - now))
+            now = tick
+        midi.tracks.append(track)
+    midi.save(str(path))
+    return path
+
+
+def read_midi(path):
+    """A MIDI file written by `write_midi` back to a `(T, 4)` chorale (each
+    sounding note on the steps it covers; -1 elsewhere). Needs the `music`
+    extra."""
+    require("keras_attention.data.chorales.read_midi", "music", "mido")
+    import mido
+
+    midi = mido.MidiFile(str(path))
+    ticks_per_step = midi.ticks_per_beat // 4
+    spans = []  # (voice, pitch, start step, end step)
+    for track in midi.tracks:
+        now, started = 0, {}
+        for message in track:
+            now += message.time
+            if message.type == "note_on" and message.velocity > 0:
+                started[(message.channel, message.note)] = now
+            elif message.type in ("note_off", "note_on"):
+                begin = started.pop((message.channel, message.note))
+                spans.append((message.channel, message.note,
+                              begin // ticks_per_step, now // ticks_per_step))
+    steps = max((end for *_, end in spans), default=0)
+    chorale = np.full((steps, len(VOICES)), -1, "int32")
+    for voice, pitch, begin, end in spans:
+        chorale[begin:end, voice] = pitch
+    return chorale

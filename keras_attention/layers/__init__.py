@@ -23,6 +23,9 @@ from keras_attention.layers.sinusoidal_position_embedding import (
 )
 from keras_attention.layers.transformer_decoder import TransformerDecoder
 from keras_attention.layers.transformer_encoder import TransformerEncoder
+from keras_attention.layers.universal_transformer_encoder import (
+    UniversalTransformerEncoder,
+)
 
 __all__ = [
     "AdditiveAttention",
@@ -44,4 +47,5 @@ __all__ = [
     "SinusoidalPositionEmbedding",
     "TransformerDecoder",
     "TransformerEncoder",
+    "UniversalTransformerEncoder",
 ]

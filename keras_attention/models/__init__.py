@@ -19,6 +19,8 @@ few glimpses and learns where to look with REINFORCE.
 `TransformerLanguageModel` is a decoder-only Transformer whose blocks'
 self-attention is chosen by name (full, relative, local or
 memory-compressed: the Music Transformer's and Liu et al.'s T-DMCA).
+`UniversalTransformerReader` answers bAbI questions with a Universal
+Transformer encoder (one block over depth, with ACT).
 """
 
 from keras_attention.models.bert_classifier import BertClassifier
@@ -33,6 +35,9 @@ from keras_attention.models.rnn_translator import RNNTranslator
 from keras_attention.models.transformer_language_model import TransformerLanguageModel
 from keras_attention.models.transformer_translator import PRESETS
 from keras_attention.models.transformer_translator import TransformerTranslator
+from keras_attention.models.universal_transformer_reader import (
+    UniversalTransformerReader,
+)
 from keras_attention.models.video_captioner import VideoCaptioner
 
 TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
@@ -52,5 +57,6 @@ __all__ = [
     "TRANSLATORS",
     "TransformerLanguageModel",
     "TransformerTranslator",
+    "UniversalTransformerReader",
     "VideoCaptioner",
 ]

@@ -13,6 +13,8 @@
 - `plot_image_attention(image (H, W), attention (T, L), words, grid)`: a
   captioner's attention over image locations, one panel per word
   (`upsample_attention` spreads each location's weight over its pixels).
+- `plot_piano_roll(chorale (T, 4))`: a four-voice chorale (sampled by a
+  language model, or a primer and its continuation) as a piano roll.
 - `clean_pieces`: SentencePiece pieces as labels ("▁" word starts removed,
   continuation pieces shown as "·piece").
 
@@ -28,6 +30,7 @@ _EXPORTS = {
     "plot_attention": "heatmaps",
     "plot_heads": "heatmaps",
     "plot_image_attention": "image_attention",
+    "plot_piano_roll": "piano_roll",
     "plot_hops": "heatmaps",
     "plot_pooling": "heatmaps",
     "plot_translation": "translation",

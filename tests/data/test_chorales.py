@@ -110,3 +110,40 @@ def test_windows_cover_every_token_once_with_stride_equal_to_length():
         chorales_lib.windows(chorales, 6)
     with pytest.raises(ValueError, match="stride=0"):
         chorales_lib.windows(chorales, 8, stride=0)
+
+
+def test_notes_hold_repeated_pitches_and_stop_at_rests():
+    chorale = np.array(MADE_UP["train"][0])  # alto rests at the last step
+    found = chorales_lib.notes(chorale)
+    assert (0, 72, 0, 2) in found and (0, 74, 2, 1) in found
+    assert (1, 67, 0, 3) in found and not any(
+        voice == 1 and start == 3 for voice, _, start, _ in found)
+    # Every sounding step is covered by exactly one note of its voice.
+    covered = np.full(chorale.shape, -1)
+    for voice, pitch, start, held in found:
+        assert np.all(covered[start:start + held, voice] == -1)
+        covered[start:start + held, voice] = pitch
+    np.testing.assert_array_equal(covered, chorale)
+
+
+def test_midi_round_trip(tmp_path):
+    import mido
+
+    chorale = np.array(MADE_UP["train"][0] + MADE_UP["train"][1])
+    path = chorales_lib.write_midi(chorale, tmp_path / "chorale.mid",
+                                   beats_per_minute=60)
+    np.testing.assert_array_equal(chorales_lib.read_midi(path), chorale)
+    midi = mido.MidiFile(str(path))
+    assert midi.type == 1 and len(midi.tracks) == 5  # tempo + 4 voices
+    assert midi.ticks_per_beat == 480  # a 16th note: 120 ticks
+    tempo = [m for m in midi.tracks[0] if m.type == "set_tempo"][0]
+    assert mido.tempo2bpm(tempo.tempo) == 60
+    # The soprano's first note (72, held 2 steps) lasts 240 ticks.
+    soprano = [m for m in midi.tracks[1] if m.type in ("note_on", "note_off")]
+    assert (soprano[0].type, soprano[0].note) == ("note_on", 72)
+    assert (soprano[1].type, soprano[1].time) == ("note_off", 240)
+    # 6 steps at 60 quarter notes a minute: 1.5 s.
+    assert abs(midi.length - 1.5) < 1e-6
+    with pytest.raises(ValueError, match="beats_per_minute=0"):
+        chorales_lib.write_midi(chorale, tmp_path / "x.mid",
+                                beats_per_minute=0)

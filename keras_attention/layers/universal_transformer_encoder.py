@@ -1,0 +1,235 @@
+"""`UniversalTransformerEncoder`: one Transformer block applied recurrently
+over depth, with Adaptive Computation Time (Dehghani et al., 2019).
+
+Letters: B batch, T length, D model size, S recurrent steps.
+"""
+
+import keras
+from keras import ops
+
+from keras_attention import _validation
+from keras_attention import ops as attention_ops
+from keras_attention.layers.transformer_encoder import TransformerEncoder
+
+
+def coordinate_embedding(length, step, dim, dtype="float32"):
+    """The Universal Transformer's coordinate embedding `(T, D)`: the
+    sinusoids of the positions plus the sinusoids of the recurrent `step`
+    (the same table, read at row `step`), Dehghani et al. (2019), eq. 2.
+
+    >>> import numpy as np
+    >>> from keras_attention.layers.universal_transformer_encoder import (
+    ...     coordinate_embedding)
+    >>> from keras_attention.ops import sinusoid_table
+    >>> table = np.asarray(sinusoid_table(np.arange(5), 8))
+    >>> bool(np.allclose(coordinate_embedding(3, 2, 8), table[:3] + table[2]))
+    True
+    """
+    positions = attention_ops.sinusoid_table(
+        ops.arange(length, dtype="int32"), dim, dtype=dtype)  # (T, D)
+    timestep = attention_ops.sinusoid_table(
+        ops.reshape(ops.cast(step, "int32"), (1,)), dim, dtype=dtype)  # (1, D)
+    return positions + timestep
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class UniversalTransformerEncoder(keras.layers.Layer):
+    """A Transformer encoder block shared across `max_steps` recurrent
+    steps, each step adding the coordinate embedding (positions and the
+    step, as sinusoids) before the block: `h_t = Block(h_{t−1} + P_t)`.
+
+    With `act=True`, Adaptive Computation Time (Graves, 2016) decides per
+    position how many steps to take: a halting unit gives
+    `p_t = sigmoid(w·h + b)`; a position keeps running while its summed
+    halting probability stays at or below `act_threshold` (1 − ε); at the
+    step that would cross it, and at the last step for positions still
+    running, it halts and spends its remainder `R = 1 − Σ p`. The output
+    is the sum of the step states weighted by `p_t` (running steps) and
+    the remainder (the halting step), so each position's weights sum to 1.
+    The ponder cost `N + R` (steps taken plus remainder, averaged over real
+    positions) times `ponder_weight` is added to the layer's losses. A
+    halted position's state is carried unchanged. As in Graves' and the
+    authors' code, every step computes the block for every position (the
+    static loop fits any backend and XLA); ACT decides what each position
+    keeps, not what is computed.
+
+    Args:
+        intermediate_dim, num_heads, key_dim, dropout, activation,
+            layer_norm_epsilon, normalize_first, kernel_initializer,
+            bias_initializer: the shared `TransformerEncoder`'s.
+        max_steps: int >= 1, the recurrent steps (the depth).
+        act: bool, Adaptive Computation Time.
+        act_threshold: float in (0, 1], the halting threshold 1 − ε.
+        ponder_weight: float >= 0, the ponder cost's weight in the losses.
+
+    Call arguments:
+        inputs: `(batch, seq_len, dim)`.
+        padding_mask: `(batch, seq_len)` boolean; defaults to the Keras
+            implicit mask of `inputs`.
+        return_ponder: bool; also return each position's ponder time
+            `N + R` `(batch, seq_len)`, in the compute dtype (without ACT,
+            `max_steps`).
+        training: bool; enables dropout.
+
+    Returns:
+        `(batch, seq_len, dim)`, then the ponder times if asked.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.layers import UniversalTransformerEncoder
+    >>> encoder = UniversalTransformerEncoder(
+    ...     intermediate_dim=32, num_heads=2, max_steps=4, act=True)
+    >>> tokens = np.random.rand(2, 5, 16).astype("float32")
+    >>> output, ponder = encoder(tokens, return_ponder=True)
+    >>> tuple(output.shape), tuple(ponder.shape)
+    ((2, 5, 16), (2, 5))
+    >>> bool((np.asarray(ponder) >= 1).all() and (np.asarray(ponder) <= 4).all())
+    True
+
+    References:
+        Dehghani et al. "Universal Transformers", ICLR 2019.
+        Graves. "Adaptive Computation Time for Recurrent Neural Networks",
+        2016.
+    """
+
+    def __init__(self, intermediate_dim, num_heads, max_steps=4, act=False,
+                 act_threshold=0.99, ponder_weight=0.01, key_dim=None,
+                 dropout=0.0, activation="relu", layer_norm_epsilon=1e-5,
+                 normalize_first=False, kernel_initializer="glorot_uniform",
+                 bias_initializer="zeros", **kwargs):
+        super().__init__(**kwargs)
+        self.intermediate_dim = _validation.positive_int("intermediate_dim",
+                                                         intermediate_dim)
+        self.num_heads = _validation.positive_int("num_heads", num_heads)
+        self.max_steps = _validation.positive_int("max_steps", max_steps)
+        self.act = bool(act)
+        threshold = _validation.positive_float("act_threshold", act_threshold)
+        if threshold > 1.0:
+            raise ValueError(
+                "`act_threshold` must be in (0, 1], received: "
+                f"act_threshold={act_threshold!r}")
+        self.act_threshold = threshold
+        if (isinstance(ponder_weight, bool)
+                or not isinstance(ponder_weight, (int, float))
+                or ponder_weight < 0):
+            raise ValueError(
+                "`ponder_weight` must be a float >= 0, received: "
+                f"ponder_weight={ponder_weight!r}")
+        self.ponder_weight = float(ponder_weight)
+        self.key_dim = key_dim
+        self.dropout = _validation.rate("dropout", dropout)
+        self.activation = keras.activations.get(activation)
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.normalize_first = bool(normalize_first)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.supports_masking = True
+
+    def build(self, inputs_shape):
+        _validation.rank("inputs", inputs_shape, (3,), "(batch, seq_len, dim)")
+        self.block = TransformerEncoder(
+            intermediate_dim=self.intermediate_dim, num_heads=self.num_heads,
+            key_dim=self.key_dim, dropout=self.dropout,
+            activation=self.activation,
+            layer_norm_epsilon=self.layer_norm_epsilon,
+            normalize_first=self.normalize_first,
+            kernel_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.kernel_initializer)),
+            bias_initializer=keras.initializers.get(
+                keras.initializers.serialize(self.bias_initializer)),
+            dtype=self.dtype_policy, name="block")
+        self.block.build(inputs_shape)
+        if self.act:
+            # A positive bias: positions start by running (Graves: b = 1).
+            self.halting = keras.layers.Dense(
+                1, activation="sigmoid",
+                bias_initializer=keras.initializers.Constant(1.0),
+                dtype=self.dtype_policy, name="halting")
+            self.halting.build(inputs_shape)
+
+    def _step_input(self, state, step):
+        length = state.shape[1] or ops.shape(state)[1]
+        coordinates = coordinate_embedding(length, step, state.shape[-1],
+                                           self.compute_dtype)
+        return state + coordinates[None]
+
+    def call(self, inputs, padding_mask=None, return_ponder=False,
+             training=None):
+        _validation.rank("inputs", inputs.shape, (3,), "(batch, seq_len, dim)")
+        if padding_mask is None:
+            padding_mask = attention_ops.implicit_mask(inputs)
+        padding_mask = attention_ops.check_mask_shape(
+            "padding_mask", padding_mask, inputs.shape[:2],
+            "(batch, seq_len)")
+        if padding_mask is None:
+            padding_mask = ops.ones(ops.shape(inputs)[:2], "bool")
+        inputs = ops.cast(inputs, self.compute_dtype)
+        if not self.act:
+            state = inputs
+            for step in range(self.max_steps):
+                state = self.block(self._step_input(state, step),
+                                   padding_mask=padding_mask,
+                                   training=training)
+            if return_ponder:
+                return state, ops.full(ops.shape(inputs)[:2],
+                                       float(self.max_steps),
+                                       self.compute_dtype)
+            return state
+        return self._adaptive(inputs, padding_mask, return_ponder, training)
+
+    def _adaptive(self, inputs, padding_mask, return_ponder, training):
+        shape = ops.shape(inputs)[:2]
+        halted_sum = ops.zeros(shape, "float32")  # Σ p of running steps
+        remainders = ops.zeros(shape, "float32")
+        updates = ops.zeros(shape, "float32")  # N: steps taken
+        running = ops.ones(shape, "float32")
+        state = inputs
+        output = ops.zeros_like(inputs)
+        for step in range(self.max_steps):
+            state = self._step_input(state, step)
+            probability = ops.cast(self.halting(state)[..., 0], "float32")
+            last = step == self.max_steps - 1
+            crossing = ops.cast(
+                halted_sum + probability * running > self.act_threshold,
+                "float32")
+            newly_halted = running if last else crossing * running
+            still = running - newly_halted
+            halted_sum = halted_sum + probability * still
+            remainders = remainders + newly_halted * (1.0 - halted_sum)
+            updates = updates + still + newly_halted
+            weight = probability * still + newly_halted * (1.0 - halted_sum)
+            state = self.block(state, padding_mask=padding_mask,
+                               training=training)
+            # (B, T) -> (B, T, 1): the weighted sum of the step states.
+            output = output + ops.cast(weight, state.dtype)[..., None] * state
+            running = still
+        ponder = updates + remainders  # (B, T)
+        real = ops.cast(padding_mask, "float32")
+        cost = ops.sum(ponder * real) / ops.maximum(ops.sum(real), 1.0)
+        if self.ponder_weight > 0:
+            self.add_loss(self.ponder_weight * cost)
+        if return_ponder:
+            return output, ops.cast(ponder, self.compute_dtype)
+        return output
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "intermediate_dim": self.intermediate_dim,
+            "num_heads": self.num_heads,
+            "max_steps": self.max_steps,
+            "act": self.act,
+            "act_threshold": self.act_threshold,
+            "ponder_weight": self.ponder_weight,
+            "key_dim": self.key_dim,
+            "dropout": self.dropout,
+            "activation": keras.activations.serialize(self.activation),
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "normalize_first": self.normalize_first,
+            "kernel_initializer": keras.initializers.serialize(
+                self.kernel_initializer),
+            "bias_initializer": keras.initializers.serialize(
+                self.bias_initializer),
+        })
+        return config

@@ -1,0 +1,155 @@
+"""`UniversalTransformerReader`: a story read by a Universal Transformer
+encoder to answer a question (Dehghani et al., 2019, bAbI).
+
+Letters: B batch, M story sentences (memory slots), J words per sentence,
+D model size, V vocabulary size.
+"""
+
+import keras
+from keras import ops
+
+from keras_attention import _validation
+from keras_attention.layers import UniversalTransformerEncoder
+from keras_attention.models.memory_network import position_encoding
+
+
+@keras.saving.register_keras_serializable(package="keras_attention")
+class UniversalTransformerReader(keras.Model):
+    """Question answering over a story with a Universal Transformer.
+
+    Each sentence (and the question) is one vector: its words' embeddings
+    weighted by a learned multiplicative position mask (initialised to
+    MemN2N's position encoding, as in the paper's bAbI set-up) and summed.
+    The question, then the story's sentences oldest first, form one
+    sequence, which a `UniversalTransformerEncoder` (one block, `max_steps`
+    recurrent steps, ACT if `act`) reads; the answer is a softmax over the
+    vocabulary from the question's final state. Empty story slots are
+    padding (after the sentences, so how many there are changes
+    nothing).
+
+    Args:
+        vocabulary_size: V (word id 0 is padding).
+        sentence_size: J, the words per sentence the inputs are padded to.
+        hidden_dim, num_heads, intermediate_dim: the block's sizes.
+        max_steps, act, act_threshold, ponder_weight, dropout: the
+            encoder's (`UniversalTransformerEncoder`).
+
+    Call arguments:
+        inputs: dict `{"story": (B, M, J) int, "question": (B, J) int}`,
+            as `keras_attention.text.babi.vectorize_babi` gives them.
+        return_ponder: bool; also return the ponder time of the question
+            and of each sentence `(B, 1 + M)`.
+        training: bool.
+
+    Returns:
+        Answer logits `(B, V)`, then the ponder times if asked.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.models import UniversalTransformerReader
+    >>> reader = UniversalTransformerReader(
+    ...     vocabulary_size=20, sentence_size=4, hidden_dim=16, num_heads=2,
+    ...     intermediate_dim=32, max_steps=3, act=True)
+    >>> story = np.random.default_rng(0).integers(0, 20, (2, 5, 4))
+    >>> question = np.random.default_rng(1).integers(1, 20, (2, 4))
+    >>> logits, ponder = reader({"story": story, "question": question},
+    ...                         return_ponder=True)
+    >>> tuple(logits.shape), tuple(ponder.shape)
+    ((2, 20), (2, 6))
+
+    References:
+        Dehghani et al. "Universal Transformers", ICLR 2019, section 3.1.
+        Sukhbaatar et al. "End-To-End Memory Networks", NeurIPS 2015.
+    """
+
+    def __init__(self, vocabulary_size, sentence_size, hidden_dim=64,
+                 num_heads=4, intermediate_dim=128, max_steps=4, act=False,
+                 act_threshold=0.99, ponder_weight=0.01, dropout=0.0,
+                 **kwargs):
+        super().__init__(**kwargs)
+        self.vocabulary_size = _validation.positive_int("vocabulary_size",
+                                                        vocabulary_size)
+        self.sentence_size = _validation.positive_int("sentence_size",
+                                                      sentence_size)
+        self.hidden_dim = _validation.positive_int("hidden_dim", hidden_dim)
+        self.num_heads = _validation.positive_int("num_heads", num_heads)
+        if hidden_dim % num_heads:
+            raise ValueError(
+                "`hidden_dim` must be divisible by `num_heads`, received: "
+                f"hidden_dim={hidden_dim}, num_heads={num_heads}")
+        self.intermediate_dim = _validation.positive_int("intermediate_dim",
+                                                         intermediate_dim)
+        self.max_steps = max_steps
+        self.act = bool(act)
+        self.act_threshold = act_threshold
+        self.ponder_weight = ponder_weight
+        self.dropout = _validation.rate("dropout", dropout)
+        policy = self.dtype_policy
+        self.word_embedding = keras.layers.Embedding(
+            self.vocabulary_size, self.hidden_dim, dtype=policy,
+            name="word_embedding")
+        self.encoder = UniversalTransformerEncoder(
+            intermediate_dim=self.intermediate_dim, num_heads=self.num_heads,
+            max_steps=max_steps, act=self.act, act_threshold=act_threshold,
+            ponder_weight=ponder_weight, dropout=self.dropout, dtype=policy,
+            name="universal_transformer")
+        self.answer = keras.layers.Dense(self.vocabulary_size, dtype=policy,
+                                         name="answer")
+
+    def build(self, input_shape=None):
+        # The learned position mask (J, D), from MemN2N's encoding of a
+        # full sentence.
+        full = ops.ones((self.sentence_size,), "bool")
+        self.position_mask = self.add_weight(
+            name="position_mask", shape=(self.sentence_size, self.hidden_dim),
+            initializer=keras.initializers.Constant(ops.convert_to_numpy(
+                position_encoding(full, self.hidden_dim))))
+        self.word_embedding.build((None, None))
+        self.encoder.build((None, None, self.hidden_dim))
+        self.answer.build((None, self.hidden_dim))
+        self.built = True
+
+    def _sentences(self, words):
+        """`(..., J)` word ids -> `(..., D)`: masked, position-weighted sum."""
+        if words.shape[-1] != self.sentence_size:
+            raise ValueError(
+                f"Sentences must be padded to sentence_size="
+                f"{self.sentence_size} words, received: shape "
+                f"{tuple(words.shape)}")
+        embedded = self.word_embedding(words)  # (..., J, D)
+        present = ops.cast(ops.not_equal(words, 0), embedded.dtype)[..., None]
+        weights = ops.cast(self.position_mask, embedded.dtype)
+        return ops.sum(embedded * weights * present, axis=-2)  # (..., D)
+
+    def call(self, inputs, return_ponder=False, training=None):
+        story = ops.cast(inputs["story"], "int32")  # (B, M, J)
+        question = ops.cast(inputs["question"], "int32")  # (B, J)
+        sentences = self._sentences(story)  # (B, M, D)
+        asked = self._sentences(question)[:, None]  # (B, 1, D)
+        sequence = ops.concatenate([asked, sentences], axis=1)  # (B, 1+M, D)
+        slot_mask = ops.any(ops.not_equal(story, 0), axis=-1)  # (B, M)
+        mask = ops.concatenate(
+            [ops.ones_like(slot_mask[:, :1]), slot_mask], axis=1)
+        states, ponder = self.encoder(sequence, padding_mask=mask,
+                                      return_ponder=True, training=training)
+        logits = self.answer(states[:, 0])  # (B, V), the question's state
+        if return_ponder:
+            return logits, ponder
+        return logits
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocabulary_size": self.vocabulary_size,
+            "sentence_size": self.sentence_size,
+            "hidden_dim": self.hidden_dim,
+            "num_heads": self.num_heads,
+            "intermediate_dim": self.intermediate_dim,
+            "max_steps": self.max_steps,
+            "act": self.act,
+            "act_threshold": self.act_threshold,
+            "ponder_weight": self.ponder_weight,
+            "dropout": self.dropout,
+        })
+        return config

@@ -1,0 +1,171 @@
+"""UniversalTransformerEncoder: T steps are T applications of the shared
+block; ACT against a NumPy bookkeeping of Graves' rule (weights summing to
+1, ponder N + R, the ponder loss); the harness; errors."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.layers import UniversalTransformerEncoder
+from keras_attention.layers.universal_transformer_encoder import coordinate_embedding
+from keras_attention.ops import sinusoid_table
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+from tests.harness import run_layer_test
+
+RNG = np.random.default_rng(2019)
+BATCH, LENGTH, DIM = 2, 6, 8
+
+
+def _inputs():
+    return RNG.normal(size=(BATCH, LENGTH, DIM)).astype("float32")
+
+
+def _padding():
+    padding = np.ones((BATCH, LENGTH), bool)
+    padding[1, 4:] = False
+    return padding
+
+
+def _encoder(**kwargs):
+    options = dict(intermediate_dim=16, num_heads=2, max_steps=4)
+    options.update(kwargs)
+    encoder = UniversalTransformerEncoder(**options)
+    encoder(_inputs())
+    return encoder
+
+
+def test_coordinate_embedding_is_position_plus_step_sinusoids():
+    table = as_numpy(sinusoid_table(np.arange(10), DIM))
+    for step in (0, 3, 7):
+        assert_allclose(coordinate_embedding(LENGTH, step, DIM),
+                        table[:LENGTH] + table[step], atol=1e-6)
+
+
+def test_without_act_t_steps_are_t_applications_of_the_block():
+    encoder = _encoder(max_steps=3)
+    inputs, padding = _inputs(), _padding()
+    state = inputs
+    for step in range(3):
+        state = as_numpy(encoder.block(
+            state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None],
+            padding_mask=padding))
+    output, ponder = encoder(inputs, padding_mask=padding,
+                             return_ponder=True)
+    assert_allclose(output, state, atol=1e-5)
+    assert_allclose(ponder, np.full((BATCH, LENGTH), 3.0), atol=0)
+    assert not encoder.losses
+
+
+def act_reference(encoder, inputs, padding):
+    """ACT's bookkeeping in NumPy over the layer's own halting unit and
+    block: `(output, ponder, weights (S, B, T))`."""
+    threshold, steps = encoder.act_threshold, encoder.max_steps
+    state = inputs
+    halted_sum = np.zeros((BATCH, LENGTH))
+    running = np.ones((BATCH, LENGTH), bool)
+    taken = np.zeros((BATCH, LENGTH))
+    remainder = np.zeros((BATCH, LENGTH))
+    output = np.zeros_like(inputs, dtype="float64")
+    weights = []
+    for step in range(steps):
+        state = state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None]
+        p = as_numpy(encoder.halting(state))[..., 0].astype("float64")
+        weight = np.zeros((BATCH, LENGTH))
+        for b in range(BATCH):
+            for t in range(LENGTH):
+                if not running[b, t]:
+                    continue
+                taken[b, t] += 1
+                if step == steps - 1 or halted_sum[b, t] + p[b, t] > threshold:
+                    remainder[b, t] = 1.0 - halted_sum[b, t]
+                    weight[b, t] = remainder[b, t]
+                    running[b, t] = False
+                else:
+                    halted_sum[b, t] += p[b, t]
+                    weight[b, t] = p[b, t]
+        state = as_numpy(encoder.block(state, padding_mask=padding))
+        output += weight[..., None] * state
+        weights.append(weight)
+    return output, taken + remainder, np.stack(weights)
+
+
+@pytest.mark.parametrize("threshold, bias", [(0.99, 1.0), (0.5, 0.0),
+                                             (0.99, -6.0), (1e-3, 0.0)],
+                         ids=["default", "half", "never_halts", "at_once"])
+def test_act_matches_graves_rule_and_weights_sum_to_one(threshold, bias):
+    encoder = _encoder(act=True, act_threshold=threshold, ponder_weight=0.1)
+    encoder.halting.bias.assign(np.full((1,), bias, "float32"))
+    inputs, padding = _inputs(), _padding()
+    output, ponder = encoder(inputs, padding_mask=padding,
+                             return_ponder=True)
+    want_output, want_ponder, weights = act_reference(encoder, inputs,
+                                                      padding)
+    np.testing.assert_allclose(weights.sum(0), 1.0, atol=1e-6)
+    assert np.all(weights >= 0)
+    assert_allclose(output, want_output, atol=1e-4)
+    assert_allclose(ponder, want_ponder, atol=1e-5)
+    ponder = as_numpy(ponder)
+    assert np.all(ponder >= 1.0) and np.all(ponder <= 4.0 + 1.0)
+    if bias == -6.0:  # p ~ 0.0025: every position runs every step
+        np.testing.assert_array_equal(np.floor(ponder), 4.0)
+    if threshold == 1e-3:  # the first step crosses it: N = 1, R = 1
+        assert_allclose(ponder, np.full((BATCH, LENGTH), 2.0), atol=0)
+    real = _padding()
+    (loss,) = encoder.losses
+    assert_allclose(loss, 0.1 * ponder[real].mean(), atol=1e-5)
+
+
+def test_act_gradient_reaches_the_halting_unit():
+    encoder = _encoder(act=True, act_threshold=0.9)
+    inputs = _inputs()
+    model = keras.Sequential([keras.Input((LENGTH, DIM)), encoder])
+    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
+    before = as_numpy(encoder.halting.kernel).copy()
+    model.fit(inputs, np.ones_like(inputs), epochs=1, verbose=0)
+    assert not np.allclose(before, as_numpy(encoder.halting.kernel))
+
+
+@pytest.mark.parametrize(
+    "init_kwargs",
+    [{"max_steps": 3},
+     {"max_steps": 3, "act": True, "act_threshold": 0.9,
+      "ponder_weight": 0.05, "dropout": 0.1},
+     {"max_steps": 2, "normalize_first": True}],
+    ids=["recurrent", "act", "pre_norm"])
+def test_harness(init_kwargs):
+    act = init_kwargs.get("act", False)
+    run_layer_test(
+        UniversalTransformerEncoder,
+        {"intermediate_dim": 16, "num_heads": 2, **init_kwargs},
+        inputs={"inputs": _inputs(), "padding_mask": _padding()},
+        call_kwargs={"return_ponder": True},
+        # The block's 16 (attention 8, two layer norms 4, feed-forward 4),
+        # and the halting unit's kernel and bias.
+        expected_num_trainable_weights=16 + (2 if act else 0),
+        expected_num_losses=1 if act else 0,
+        expected_output_shape=(BATCH, LENGTH, DIM),
+        mask_argument="padding_mask",
+        atol=1e-4,
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [({"max_steps": 0}, "max_steps=0"),
+     ({"act_threshold": 0.0}, "act_threshold=0.0"),
+     ({"act_threshold": 1.5}, "act_threshold=1.5"),
+     ({"ponder_weight": -1.0}, "ponder_weight=-1.0"),
+     ({"dropout": 1.0}, "dropout=1.0")])
+def test_argument_errors_name_the_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        UniversalTransformerEncoder(intermediate_dim=16, num_heads=2,
+                                    **kwargs)
+
+
+def test_input_errors_name_the_argument():
+    encoder = _encoder()
+    with pytest.raises(ValueError, match="inputs.shape"):
+        encoder(np.zeros((2, 8), "float32"))
+    with pytest.raises(ValueError, match="padding_mask.shape"):
+        encoder(_inputs(), padding_mask=np.ones((BATCH, 3), bool))

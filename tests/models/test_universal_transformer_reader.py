@@ -1,0 +1,97 @@
+"""UniversalTransformerReader: sentence vectors by hand, empty slots change
+nothing, the answer reads the question's state, training, saving."""
+
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.models import UniversalTransformerReader
+from keras_attention.models.memory_network import position_encoding
+from keras_attention.text import babi
+from tests.backend import as_numpy
+from tests.backend import assert_allclose
+
+RNG = np.random.default_rng(3)
+VOCABULARY, WORDS = 20, 4
+
+
+def _reader(**kwargs):
+    options = dict(vocabulary_size=VOCABULARY, sentence_size=WORDS,
+                   hidden_dim=16, num_heads=2, intermediate_dim=32,
+                   max_steps=3)
+    options.update(kwargs)
+    return UniversalTransformerReader(**options)
+
+
+def _story(slots=5, filled=3):
+    story = np.zeros((2, slots, WORDS), "int32")
+    story[:, :filled, :3] = RNG.integers(1, VOCABULARY, (2, filled, 3))
+    question = np.zeros((2, WORDS), "int32")
+    question[:, :2] = RNG.integers(1, VOCABULARY, (2, 2))
+    return {"story": story, "question": question}
+
+
+def test_sentence_vectors_are_position_weighted_sums():
+    reader = _reader()
+    inputs = _story()
+    reader(inputs)
+    mask = as_numpy(reader.position_mask)
+    np.testing.assert_allclose(
+        mask, as_numpy(position_encoding(np.ones(WORDS, bool), 16)),
+        atol=1e-6)
+    table = as_numpy(reader.word_embedding.embeddings)
+    words = inputs["story"][0, 1]
+    expected = sum(table[w] * mask[j] for j, w in enumerate(words) if w)
+    assert_allclose(reader._sentences(words), expected, atol=1e-5)
+
+
+@pytest.mark.parametrize("act", [False, True])
+def test_empty_story_slots_change_nothing(act):
+    reader = _reader(act=act)
+    inputs = _story(slots=5, filled=3)
+    wider = {"story": np.concatenate(
+        [inputs["story"], np.zeros((2, 4, WORDS), "int32")], 1),
+        "question": inputs["question"]}
+    logits, ponder = reader(inputs, return_ponder=True)
+    assert tuple(ponder.shape) == (2, 6)
+    assert_allclose(reader(wider), logits, atol=1e-5)
+    # The question (position 0) and the real sentences, not the padding.
+    changed = {"story": inputs["story"].copy(),
+               "question": inputs["question"]}
+    changed["story"][:, 1, 0] = (changed["story"][:, 1, 0] % 19) + 1
+    assert not np.allclose(as_numpy(reader(changed)), as_numpy(logits),
+                           atol=1e-5)
+
+
+def test_learns_babi_task_1_and_saves(tmp_path):
+    samples = babi.parse_babi(babi.generate_babi(1, 60, seed=0))
+    vocabulary = babi.BabiVocabulary.from_samples(samples)
+    inputs, answers = babi.vectorize_babi(samples, vocabulary, memory_size=10)
+    reader = UniversalTransformerReader(
+        vocabulary_size=len(vocabulary),
+        sentence_size=inputs["story"].shape[-1], hidden_dim=16,
+        num_heads=2, intermediate_dim=32, max_steps=2, act=True)
+    reader.compile(optimizer=keras.optimizers.Adam(3e-3),
+                   loss=keras.losses.SparseCategoricalCrossentropy(
+                       from_logits=True))
+    history = reader.fit(inputs, answers, epochs=4, batch_size=32, verbose=0)
+    losses = history.history["loss"]
+    assert np.all(np.isfinite(losses)) and losses[-1] < losses[0]
+    path = os.path.join(tmp_path, "reader.keras")
+    reader.save(path)
+    restored = keras.saving.load_model(path)
+    assert restored.get_config() == reader.get_config()
+    assert_allclose(restored(inputs), reader(inputs), atol=1e-5)
+
+
+def test_errors_name_the_argument():
+    with pytest.raises(ValueError, match="hidden_dim=15, num_heads=2"):
+        _reader(hidden_dim=15)
+    with pytest.raises(ValueError, match="sentence_size=0"):
+        _reader(sentence_size=0)
+    reader = _reader()
+    with pytest.raises(ValueError, match=r"sentence_size=4.*\(2, 5, 6\)"):
+        reader({"story": np.ones((2, 5, 6), "int32"),
+                "question": np.ones((2, 6), "int32")})
