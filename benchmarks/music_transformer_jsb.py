@@ -35,7 +35,6 @@ Run: `python benchmarks/music_transformer_jsb.py --data
 """
 
 import argparse
-import json
 import os
 import pathlib
 import sys
@@ -47,7 +46,7 @@ import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-from harness import machine  # noqa: E402
+import harness  # noqa: E402
 
 from keras_attention.data import chorales as chorales_lib  # noqa: E402
 from keras_attention.models import TransformerLanguageModel  # noqa: E402
@@ -81,16 +80,17 @@ def padded_length(tokens, bucket):
     return -(-tokens // bucket) * bucket
 
 
-class ChoraleBatches(keras.utils.PyDataset):
+class ChoraleBatches:
     """Whole chorales, one per row: `(inputs, targets, weights)` with
     inputs `<s>` + tokens[:-1], targets the tokens, weights 0 at padding.
-    Rows are grouped by padded length; each epoch reshuffles the batches
-    and, with `transpose`, moves every chorale by a random number of
-    semitones in `[-transpose, transpose]` that keeps it in range."""
+    Rows are grouped by padded length; each epoch (`on_epoch_end`)
+    reshuffles the batches and, with `transpose`, moves every chorale by a
+    random number of semitones in `[-transpose, transpose]` that keeps it
+    in range. (Batches differ in width, so training goes batch by batch
+    with `train_on_batch` rather than through `fit`, whose dataset would
+    fix the width of its first batches.)"""
 
-    def __init__(self, chorales, batch_size, bucket, transpose=0, seed=0,
-                 **kwargs):
-        super().__init__(**kwargs)
+    def __init__(self, chorales, batch_size, bucket, transpose=0, seed=0):
         self.chorales = list(chorales)
         self.batch_size = batch_size
         self.bucket = bucket
@@ -162,37 +162,6 @@ def validation_nll(model, groups, batch_size):
 """
 
 
-class Budget(keras.callbacks.Callback):
-    """Stop after `seconds` of training (the validation runs are not
-    counted); score the validation set after every epoch."""
-
-    def __init__(self, seconds, groups, batch_size):
-        super().__init__()
-        self.seconds, self.groups, self.batch_size = seconds, groups, batch_size
-        self.training = 0.0
-        self.steps = 0
-        self.epochs = []  # (epoch, steps, training minutes, valid NLL)
-
-    def on_epoch_begin(self, epoch, logs=None):
-        self.started = time.perf_counter()
-
-    def on_train_batch_end(self, batch, logs=None):
-        self.steps += 1
-        if self.training + time.perf_counter() - self.started > self.seconds:
-            self.model.stop_training = True
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.training += time.perf_counter() - self.started
-        nll = validation_nll(self.model, self.groups, self.batch_size)
-        self.epochs.append((epoch + 1, self.steps, self.training / 60, nll))
-        print(f"  epoch {epoch + 1}: {self.steps} steps, "
-              f"{self.training / 60:.1f} min, train loss "
-              f"{(logs or {}).get('loss', float('nan')):.4f}, valid NLL "
-              f"{nll:.4f}", flush=True)
-        if self.training > self.seconds:
-            self.model.stop_training = True
-
-
 def train_variant(name, args, data, groups):
     keras.utils.set_random_seed(args.seed)
     model = TransformerLanguageModel(
@@ -211,19 +180,33 @@ def train_variant(name, args, data, groups):
         weighted_metrics=[])
     batches = ChoraleBatches(data["train"], args.batch, args.bucket,
                              args.transpose, args.seed)
-    budget = Budget(60 * args.minutes, groups, args.batch)
-    started = time.perf_counter()
-    model.fit(batches, epochs=10**6, callbacks=[budget], verbose=0)
+    # The budget counts training only; the validation after each epoch
+    # (inside the loop, outside the clock) picks the best epoch.
+    started, training, steps, epochs = time.perf_counter(), 0.0, 0, []
+    while training < 60 * args.minutes:
+        begun, losses = time.perf_counter(), []
+        for index in range(len(batches)):
+            inputs, targets, weights = batches[index]
+            losses.append(float(model.train_on_batch(
+                inputs, targets, sample_weight=weights)))
+            steps += 1
+            if training + time.perf_counter() - begun > 60 * args.minutes:
+                break
+        training += time.perf_counter() - begun
+        batches.on_epoch_end()
+        nll = validation_nll(model, groups, args.batch)
+        epochs.append((len(epochs) + 1, steps, training / 60, nll))
+        print(f"  epoch {len(epochs)}: {steps} steps, {training / 60:.1f} "
+              f"min, train loss {np.mean(losses):.4f}, valid NLL "
+              f"{nll:.4f}", flush=True)
     wall = time.perf_counter() - started
-    best = min(budget.epochs, key=lambda epoch: epoch[3])
+    best = min(epochs, key=lambda epoch: epoch[3])
     return model, {
         "variant": name, "weights": model.count_params(),
-        "epochs": len(budget.epochs), "steps": budget.steps,
-        "training_minutes": budget.training / 60, "wall_minutes": wall / 60,
-        "best_epoch": best[0], "best_nll": best[3],
-        "last_nll": budget.epochs[-1][3],
-        "curve": [list(epoch) for epoch in budget.epochs],
-    }
+        "epochs": len(epochs), "steps": steps,
+        "training_minutes": training / 60, "wall_minutes": wall / 60,
+        "best_epoch": best[0], "best_nll": best[3], "last_nll": epochs[-1][3],
+    }, [list(epoch) for epoch in epochs]
 
 
 """
@@ -294,8 +277,7 @@ def main(argv=None):
                         help="steps of the validation chorale to continue")
     parser.add_argument("--sample-steps", type=int, default=64)
     parser.add_argument("--output-dir", default="runs/jsb")
-    parser.add_argument("--json", default=None,
-                        help="also write the results here")
+    harness.add_results_arguments(parser, "music_transformer_jsb")
     args = parser.parse_args(argv)
     names = [name for name in args.variants.split(",") if name]
     unknown = [name for name in names if name not in VARIANTS]
@@ -306,17 +288,16 @@ def main(argv=None):
         data = chorales_lib.load_chorales(args.data, ["train", "valid"])
     except (FileNotFoundError, KeyError, ValueError) as error:
         parser.error(str(error).strip("'\""))
-    record = machine()
-    print(f"machine: {record}")
+    print(f"machine: {harness.machine()}")
     print(f"data: {len(data['train'])} training and {len(data['valid'])} "
           "validation chorales")
     groups = validation_rows(data["valid"], args.bucket)
-    results, models = [], {}
+    results, models, curves = [], {}, {}
     for name in names:
         print(f"{name}: training for {args.minutes:g} minutes", flush=True)
-        model, result = train_variant(name, args, data, groups)
+        model, result, curve = train_variant(name, args, data, groups)
         results.append(result)
-        models[name] = model
+        models[name], curves[name] = model, curve
     print("\nnote-wise validation NLL (nats per token), "
           f"{args.minutes:g} minutes each:")
     print(f"{'variant':<20} {'weights':>8} {'epochs':>6} {'steps':>6} "
@@ -332,10 +313,10 @@ def main(argv=None):
     best = min(results, key=lambda result: result["best_nll"])
     samples = write_samples(models[best["variant"]], best["variant"], args,
                             data)
-    if args.json:
-        pathlib.Path(args.json).write_text(json.dumps(
-            {"machine": record, "arguments": vars(args),
-             "results": results, "samples": samples}, indent=2))
+    harness.write_results(
+        args.results_name or "music_transformer_jsb", results,
+        directory=args.results_dir, curves=curves, samples=samples,
+        paper=[list(row) for row in PAPER_TABLE])
     return results
 
 

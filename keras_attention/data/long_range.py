@@ -63,9 +63,9 @@ def generate_documents(count, length, num_facts=4, num_keys=16,
     Example:
 
     >>> from keras_attention.data.long_range import generate_documents
-    >>> tokens, answers, where = generate_documents(2, 40, num_facts=2)
+    >>> tokens, answers, where = generate_documents(2, 84, num_facts=2)
     >>> tokens.shape, bool((tokens[:, -1] == answers).all())
-    ((2, 40), True)
+    ((2, 84), True)
     >>> int(tokens[0, -3])  # the question token
     2
     """

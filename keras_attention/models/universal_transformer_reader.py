@@ -6,11 +6,11 @@ D model size, V vocabulary size.
 """
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_attention import _validation
 from keras_attention.layers import UniversalTransformerEncoder
-from keras_attention.models.memory_network import position_encoding
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -99,12 +99,15 @@ class UniversalTransformerReader(keras.Model):
 
     def build(self, input_shape=None):
         # The learned position mask (J, D), from MemN2N's encoding of a
-        # full sentence.
-        full = ops.ones((self.sentence_size,), "bool")
+        # full sentence, l_kj = (1 - j/J) - (k/D)(1 - 2j/J) (NumPy: the
+        # model may be built inside a traced function).
+        position = np.arange(1, self.sentence_size + 1)[:, None] / (
+            self.sentence_size)
+        feature = np.arange(1, self.hidden_dim + 1)[None, :] / self.hidden_dim
+        initial = (1.0 - position) - feature * (1.0 - 2.0 * position)
         self.position_mask = self.add_weight(
             name="position_mask", shape=(self.sentence_size, self.hidden_dim),
-            initializer=keras.initializers.Constant(ops.convert_to_numpy(
-                position_encoding(full, self.hidden_dim))))
+            initializer=keras.initializers.Constant(initial.astype("float32")))
         self.word_embedding.build((None, None))
         self.encoder.build((None, None, self.hidden_dim))
         self.answer.build((None, self.hidden_dim))
