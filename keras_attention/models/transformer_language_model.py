@@ -13,6 +13,7 @@ from keras import ops
 from keras_attention import _validation
 from keras_attention.layers import LocalSelfAttention
 from keras_attention.layers import MemoryCompressedAttention
+from keras_attention.layers import MultiHeadSelfAttention
 from keras_attention.layers import RelativeAttention
 from keras_attention.layers import SinusoidalPositionEmbedding
 from keras_attention.layers import TransformerDecoder
@@ -63,6 +64,10 @@ class TransformerLanguageModel(keras.Model):
         compression: int >= 1, memory-compressed attention's kernel and
             stride.
         padding_id: int, the token that pads a sequence.
+        attention_impl: `"auto"`, `"dense"` or `"blockwise"`: how full and
+            relative attention compute their core (see
+            `MultiHeadAttention`; `"auto"` goes block-wise, in memory
+            linear in the length, from 1,024 keys on TensorFlow).
 
     Call arguments:
         token_ids: `(B, T)` ints in `[0, vocabulary_size)`.
@@ -104,7 +109,8 @@ class TransformerLanguageModel(keras.Model):
                  hidden_dim=64, intermediate_dim=256, dropout=0.0,
                  attention="full", positions="sinusoidal",
                  max_relative_position=32, relative_values=False, window=32,
-                 compression=3, padding_id=0, **kwargs):
+                 compression=3, padding_id=0, attention_impl="auto",
+                 **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size",
                                                         vocabulary_size)
@@ -136,6 +142,8 @@ class TransformerLanguageModel(keras.Model):
                 "`padding_id` must be an int in [0, vocabulary_size), "
                 f"received: padding_id={padding_id!r}")
         self.padding_id = padding_id
+        self.attention_impl = _validation.choice(
+            "attention_impl", attention_impl, ("auto", "dense", "blockwise"))
 
         policy = self.dtype_policy
         self.token_embedding = keras.layers.Embedding(
@@ -177,11 +185,13 @@ class TransformerLanguageModel(keras.Model):
                       dropout=self.dropout, dtype=self.dtype_policy,
                       name=f"{kind}_attention_{number}")
         if kind == "full":
-            return None  # the block's causal MultiHeadSelfAttention
+            return MultiHeadSelfAttention(attention_impl=self.attention_impl,
+                                          **common)
         if kind == "relative":
             return RelativeAttention(
                 max_relative_position=self.max_relative_position,
-                relative_values=self.relative_values, **common)
+                relative_values=self.relative_values,
+                attention_impl=self.attention_impl, **common)
         if kind == "local":
             return LocalSelfAttention(window=self.window, causal=True,
                                       **common)
@@ -333,5 +343,6 @@ class TransformerLanguageModel(keras.Model):
             "window": self.window,
             "compression": self.compression,
             "padding_id": self.padding_id,
+            "attention_impl": self.attention_impl,
         })
         return config

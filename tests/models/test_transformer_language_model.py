@@ -10,6 +10,7 @@ import pytest
 from keras_attention.models import TransformerLanguageModel
 from tests.backend import as_numpy
 from tests.backend import assert_allclose
+from tests.backend import tensorflow_only
 
 RNG = np.random.default_rng(2018)
 VOCABULARY = 13
@@ -169,3 +170,18 @@ def test_token_errors_name_the_argument():
     with pytest.raises(ValueError, match="steps=0"):
         model.generate(_tokens(length=2), 0)
 
+
+
+@tensorflow_only("the block-wise core runs on TensorFlow")
+def test_blockwise_core_equals_the_dense_one():
+    dense = _model(["full", "relative"], "sinusoidal",
+                   attention_impl="dense")
+    blockwise = _model(["full", "relative"], "sinusoidal",
+                       attention_impl="blockwise")
+    tokens = _tokens(length=40)
+    dense(tokens)
+    blockwise(tokens)
+    blockwise.set_weights(dense.get_weights())
+    assert_allclose(blockwise(tokens), dense(tokens), atol=1e-4)
+    with pytest.raises(ValueError, match="attention_impl='fast'"):
+        _model(attention_impl="fast")
