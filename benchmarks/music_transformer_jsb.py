@@ -187,6 +187,10 @@ def train_variant(name, args, data, groups):
         begun, losses = time.perf_counter(), []
         for index in range(len(batches)):
             inputs, targets, weights = batches[index]
+            # Keras averages over every position, padding included: scale
+            # the weights so that the loss is the mean over real tokens,
+            # whatever the padding of the batch.
+            weights = weights * (weights.size / weights.sum())
             losses.append(float(model.train_on_batch(
                 inputs, targets, sample_weight=weights)))
             steps += 1

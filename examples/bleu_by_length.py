@@ -29,9 +29,6 @@ import argparse
 
 import numpy as np
 
-from keras_attention._length_buckets import DEFAULT_EDGES
-from keras_attention._length_buckets import bucket_index
-from keras_attention._length_buckets import length_edges
 from keras_attention.text import load_corpus
 from keras_attention.training import corpus_bleu
 from keras_attention.translator import Translator
@@ -55,17 +52,34 @@ def model_argument(text):
     return label, directory
 
 
+# The buckets `keras-attention evaluate --by-length` uses: 1-10, 11-15,
+# 16-20, 21-25 and 26+ source words.
+DEFAULT_EDGES = (10, 15, 20, 25)
+
+
 def edges_argument(text):
-    """`"10,15,20,25"` -> `(10, 15, 20, 25)`, checked as `length_edges`
-    checks them."""
+    """`"10,15,20,25"` -> `(10, 15, 20, 25)`: positive, strictly
+    increasing ints, else a one-line error."""
     try:
-        return length_edges("--edges", [int(part) for part in
-                                        text.split(",")])
-    except ValueError as error:
+        edges = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        edges = ()
+    if not edges or edges[0] <= 0 or any(
+            low >= high for low, high in zip(edges, edges[1:])):
         raise argparse.ArgumentTypeError(
-            str(error) if "--edges" in str(error) else
-            f"--edges must be comma-separated positive ints, e.g. "
-            f"10,15,20,25, received: {text!r}") from None
+            "--edges must be positive, strictly increasing, comma-separated "
+            f"ints, e.g. 10,15,20,25, received: {text!r}")
+    return edges
+
+
+def bucket_index(length, edges):
+    """The bucket of a sentence of `length` words, as `bleu_by_length`
+    counts: the first edge at or above it, else the last bucket.
+
+    >>> [bucket_index(length, (10, 15)) for length in (0, 10, 11, 15, 16)]
+    [0, 0, 1, 1, 2]
+    """
+    return int(np.searchsorted(edges, length, side="left"))
 
 
 """

@@ -276,8 +276,9 @@ def write_midi(chorale, path, beats_per_minute=80, program=19):
 
 def read_midi(path):
     """A MIDI file written by `write_midi` back to a `(T, 4)` chorale (each
-    sounding note on the steps it covers; -1 elsewhere). Needs the `music`
-    extra."""
+    sounding note on the steps it covers; -1 elsewhere). T ends at the last
+    note's end: silent steps after it are not in the file. Needs the
+    `music` extra."""
     require("keras_attention.data.chorales.read_midi", "music", "mido")
     import mido
 

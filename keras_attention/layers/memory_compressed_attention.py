@@ -40,9 +40,11 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
 
     Incremental decoding (`cache`, `cache_update_index`, as
     `MultiHeadSelfAttention`): the cache holds the uncompressed projected
-    keys and values `(B, L, N, H)`, and each step compresses the cache
-    again (slots not yet complete are masked), so a step costs O(L·N·H·
-    N·H) for the compression; decoding is causal only.
+    keys and values `(B, L, N, H)` (padded new positions written as
+    zeros), and each step compresses the cache again (slots not yet
+    complete are masked), so a step costs O(L·N·H·N·H) for the
+    compression; decoding is causal only. The cache carries no key mask:
+    a slot of padding only is attended there, where a full pass masks it.
 
     Args:
         num_heads: int, number of heads N.
@@ -104,6 +106,10 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
         self.compression = _validation.positive_int("compression",
                                                     compression)
         self.causal = bool(causal)
+        if self.attention_impl == "blockwise":
+            raise ValueError(
+                "MemoryCompressedAttention computes its own dense core over "
+                "the slots, received: attention_impl='blockwise'")
 
     def build(self, inputs_shape):
         _validation.rank("inputs", inputs_shape, (3,), "(batch, seq_len, dim)")
@@ -179,10 +185,10 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
 
         query = self.query_dense(inputs)  # (B, T, N, H)
         key, value = self.compute_key_value(inputs)  # (B, T, N, H|V)
+        # Padded positions are left out of the slots they fall in.
+        keep = ops.cast(padding_mask, key.dtype)[:, :, None, None]
+        key, value = key * keep, value * keep
         if cache is None:
-            # Padded positions are left out of the slots they fall in.
-            keep = ops.cast(padding_mask, key.dtype)[:, :, None, None]
-            key, value = key * keep, value * keep
             slot_valid = attention_ops.group_validity(
                 padding_mask, self.compression)  # (B, M)
         else:

@@ -12,26 +12,6 @@ from keras_attention import ops as attention_ops
 from keras_attention.layers.transformer_encoder import TransformerEncoder
 
 
-def coordinate_embedding(length, step, dim, dtype="float32"):
-    """The Universal Transformer's coordinate embedding `(T, D)`: the
-    sinusoids of the positions plus the sinusoids of the recurrent `step`
-    (the same table, read at row `step`), Dehghani et al. (2019), eq. 2.
-
-    >>> import numpy as np
-    >>> from keras_attention.layers.universal_transformer_encoder import (
-    ...     coordinate_embedding)
-    >>> from keras_attention.ops import sinusoid_table
-    >>> table = np.asarray(sinusoid_table(np.arange(5), 8))
-    >>> bool(np.allclose(coordinate_embedding(3, 2, 8), table[:3] + table[2]))
-    True
-    """
-    positions = attention_ops.sinusoid_table(
-        ops.arange(length, dtype="int32"), dim, dtype=dtype)  # (T, D)
-    timestep = attention_ops.sinusoid_table(
-        ops.reshape(ops.cast(step, "int32"), (1,)), dim, dtype=dtype)  # (1, D)
-    return positions + timestep
-
-
 @keras.saving.register_keras_serializable(package="keras_attention")
 class UniversalTransformerEncoder(keras.layers.Layer):
     """A Transformer encoder block shared across `max_steps` recurrent
@@ -47,11 +27,13 @@ class UniversalTransformerEncoder(keras.layers.Layer):
     is the sum of the step states weighted by `p_t` (running steps) and
     the remainder (the halting step), so each position's weights sum to 1.
     The ponder cost `N + R` (steps taken plus remainder, averaged over real
-    positions) times `ponder_weight` is added to the layer's losses. A
-    halted position's state is carried unchanged. As in Graves' and the
-    authors' code, every step computes the block for every position (the
-    static loop fits any backend and XLA); ACT decides what each position
-    keeps, not what is computed.
+    positions) times `ponder_weight` is added to the layer's losses. As in
+    the authors' code, every step computes the block for every position
+    (the static loop fits any backend and XLA): a halted position keeps
+    being transformed, and the running ones attend to it, but it adds
+    nothing more to its output. The output is Graves' weighted sum of the
+    step states; the authors' code interpolates instead (`w·h_t + (1 −
+    w)·previous`), whose weights do not sum to 1.
 
     Args:
         intermediate_dim, num_heads, key_dim, dropout, activation,
@@ -80,11 +62,12 @@ class UniversalTransformerEncoder(keras.layers.Layer):
     >>> from keras_attention.layers import UniversalTransformerEncoder
     >>> encoder = UniversalTransformerEncoder(
     ...     intermediate_dim=32, num_heads=2, max_steps=4, act=True)
-    >>> tokens = np.random.rand(2, 5, 16).astype("float32")
+    >>> tokens = np.random.default_rng(0).random((2, 5, 16), "float32")
     >>> output, ponder = encoder(tokens, return_ponder=True)
     >>> tuple(output.shape), tuple(ponder.shape)
     ((2, 5, 16), (2, 5))
-    >>> bool((np.asarray(ponder) >= 1).all() and (np.asarray(ponder) <= 4).all())
+    >>> ponder = np.asarray(ponder)  # N + R: 1 <= N <= 4, 0 < R <= 1
+    >>> bool((ponder > 1).all() and (ponder <= 5).all())
     True
 
     References:
@@ -117,10 +100,11 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                 "`ponder_weight` must be a float >= 0, received: "
                 f"ponder_weight={ponder_weight!r}")
         self.ponder_weight = float(ponder_weight)
-        self.key_dim = key_dim
+        self.key_dim = _validation.optional_positive_int("key_dim", key_dim)
         self.dropout = _validation.rate("dropout", dropout)
         self.activation = keras.activations.get(activation)
-        self.layer_norm_epsilon = layer_norm_epsilon
+        self.layer_norm_epsilon = _validation.positive_float(
+            "layer_norm_epsilon", layer_norm_epsilon)
         self.normalize_first = bool(normalize_first)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -144,14 +128,16 @@ class UniversalTransformerEncoder(keras.layers.Layer):
             # A positive bias: positions start by running (Graves: b = 1).
             self.halting = keras.layers.Dense(
                 1, activation="sigmoid",
+                kernel_initializer=keras.initializers.get(
+                    keras.initializers.serialize(self.kernel_initializer)),
                 bias_initializer=keras.initializers.Constant(1.0),
                 dtype=self.dtype_policy, name="halting")
             self.halting.build(inputs_shape)
 
     def _step_input(self, state, step):
         length = state.shape[1] or ops.shape(state)[1]
-        coordinates = coordinate_embedding(length, step, state.shape[-1],
-                                           self.compute_dtype)
+        coordinates = attention_ops.coordinate_embedding(
+            length, step, state.shape[-1], self.compute_dtype)  # (T, D)
         return state + coordinates[None]
 
     def call(self, inputs, padding_mask=None, return_ponder=False,

@@ -289,7 +289,8 @@ class TransformerLanguageModel(keras.Model):
         draw the same tokens.
 
         Args:
-            prompt: `(B, P)` ints, P >= 1 (a start token at least).
+            prompt: `(B, P)` ints, P >= 1 (a start token at least), no
+                `padding_id` among them.
             steps: int >= 1.
             seed: int, of the noise.
             temperature: float > 0.
@@ -301,6 +302,12 @@ class TransformerLanguageModel(keras.Model):
             `(B, P + steps)` int32 NumPy array, the prompt first.
         """
         prompt = self._check_tokens("prompt", prompt)
+        if (prompt == self.padding_id).any():
+            raise ValueError(
+                "`prompt` must not hold the padding token (generation reads "
+                "every prompt position, where `call` masks padding): give "
+                "each row its own call, received: a prompt holding "
+                f"padding_id={self.padding_id}")
         steps = _validation.positive_int("steps", steps)
         temperature = _validation.positive_float("temperature", temperature)
         batch, length = prompt.shape
@@ -315,7 +322,7 @@ class TransformerLanguageModel(keras.Model):
             logits, cache = self.step(prompt, 0, cache)  # the prompt at once
             logits = logits[:, -1]
         for index in range(length, total):
-            if not use_cache:  # a sampled padding id is a token here
+            if not use_cache:  # a sampled padding id is a token here too
                 logits = self(tokens[:, :index], padding_mask=np.ones(
                     (batch, index), bool))[:, -1]
             scores = ops.convert_to_numpy(ops.cast(logits, "float32"))

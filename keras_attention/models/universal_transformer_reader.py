@@ -80,20 +80,21 @@ class UniversalTransformerReader(keras.Model):
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}")
         self.intermediate_dim = _validation.positive_int("intermediate_dim",
                                                          intermediate_dim)
-        self.max_steps = max_steps
-        self.act = bool(act)
-        self.act_threshold = act_threshold
-        self.ponder_weight = ponder_weight
-        self.dropout = _validation.rate("dropout", dropout)
         policy = self.dtype_policy
         self.word_embedding = keras.layers.Embedding(
             self.vocabulary_size, self.hidden_dim, dtype=policy,
             name="word_embedding")
         self.encoder = UniversalTransformerEncoder(
             intermediate_dim=self.intermediate_dim, num_heads=self.num_heads,
-            max_steps=max_steps, act=self.act, act_threshold=act_threshold,
-            ponder_weight=ponder_weight, dropout=self.dropout, dtype=policy,
+            max_steps=max_steps, act=act, act_threshold=act_threshold,
+            ponder_weight=ponder_weight, dropout=dropout, dtype=policy,
             name="universal_transformer")
+        # The encoder's checked values.
+        self.max_steps = self.encoder.max_steps
+        self.act = self.encoder.act
+        self.act_threshold = self.encoder.act_threshold
+        self.ponder_weight = self.encoder.ponder_weight
+        self.dropout = self.encoder.dropout
         self.answer = keras.layers.Dense(self.vocabulary_size, dtype=policy,
                                          name="answer")
 

@@ -37,6 +37,7 @@ from keras_attention.ops.masking import merge_masks
 from keras_attention.ops.masking import resolve_attention_mask
 from keras_attention.ops.positions import alibi_bias
 from keras_attention.ops.positions import alibi_slopes
+from keras_attention.ops.positions import coordinate_embedding
 from keras_attention.ops.positions import rotary_embedding
 from keras_attention.ops.positions import sinusoid_table
 from keras_attention.ops.relative import relative_logits_gather
@@ -68,6 +69,7 @@ __all__ = [
     "check_head_shape",
     "check_mask_shape",
     "compressed_causal_mask",
+    "coordinate_embedding",
     "group_positions",
     "group_validity",
     "head_diversity_penalty",

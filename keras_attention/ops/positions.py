@@ -1,6 +1,7 @@
 """Position encodings as pure functions: sinusoid tables (Vaswani et al.,
-2017, section 3.5), rotary embeddings (Su et al., 2021) and ALiBi biases
-(Press et al., 2022)."""
+2017, section 3.5), rotary embeddings (Su et al., 2021), ALiBi biases
+(Press et al., 2022) and the Universal Transformer's coordinate embedding
+(Dehghani et al., 2019)."""
 
 import math
 
@@ -159,3 +160,21 @@ def alibi_bias(slopes, query_length, key_length, query_offset=0):
     distance = ops.abs(queries[:, None] - keys[None, :])
     # (N, 1, 1) * (1, T, S) -> (N, T, S)
     return slopes[:, None, None] * ops.cast(-distance, "float32")[None]
+
+
+def coordinate_embedding(length, step, dim, dtype="float32"):
+    """The Universal Transformer's coordinate embedding `(T, D)`: the
+    sinusoids of the positions plus the sinusoids of the recurrent `step`
+    (the same table, read at row `step`), Dehghani et al. (2019), eq. 2.
+
+    >>> import numpy as np
+    >>> from keras_attention.ops import coordinate_embedding, sinusoid_table
+    >>> table = np.asarray(sinusoid_table(np.arange(5), 8))
+    >>> bool(np.allclose(coordinate_embedding(3, 2, 8), table[:3] + table[2]))
+    True
+    """
+    positions = sinusoid_table(
+        ops.arange(length, dtype="int32"), dim, dtype=dtype)  # (T, D)
+    timestep = sinusoid_table(
+        ops.reshape(ops.cast(step, "int32"), (1,)), dim, dtype=dtype)  # (1, D)
+    return positions + timestep

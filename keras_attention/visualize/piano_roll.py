@@ -6,6 +6,7 @@ Letters: T steps (16th notes), V voices.
 import numpy as np
 from matplotlib.figure import Figure
 
+from keras_attention import _validation
 from keras_attention.visualize import heatmaps
 
 VOICE_COLOURS = ("#d62728", "#1f77b4", "#2ca02c", "#9467bd")  # S, A, T, B
@@ -31,6 +32,12 @@ def plot_piano_roll(chorale, *, primer_steps=0, title=None, path=None,
     >>> len(figure.axes)
     1
     """
+    steps_per_bar = _validation.positive_int("steps_per_bar", steps_per_bar)
+    if (isinstance(primer_steps, bool) or not isinstance(primer_steps, int)
+            or primer_steps < 0):
+        raise ValueError(
+            "`primer_steps` must be an int >= 0, received: "
+            f"primer_steps={primer_steps!r}")
     chorale = np.asarray(chorale)
     if chorale.ndim != 2 or not np.issubdtype(chorale.dtype, np.integer):
         raise ValueError(

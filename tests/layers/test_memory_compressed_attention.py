@@ -194,6 +194,21 @@ def test_cached_steps_equal_the_full_pass():
                             cache_update_index=index)
         steps.append(as_numpy(step))
     assert_allclose(np.concatenate(steps, 1), full, atol=1e-5)
+    # A padded position in the prompt is written into the cache as zeros,
+    # as the full pass leaves it out of its slot.
+    padding = np.ones((BATCH, 8), bool)
+    padding[1, 4] = False
+    masked = layer(inputs, padding_mask=padding)
+    cache = (np.zeros((BATCH, 8, HEADS, KEY), "float32"),) * 2
+    first, cache = layer(inputs[:, :5], padding_mask=padding[:, :5],
+                         cache=cache, cache_update_index=0)
+    rest, _ = layer(inputs[:, 5:], cache=cache, cache_update_index=5)
+    assert_allclose(np.concatenate([as_numpy(first), as_numpy(rest)], 1)[0],
+                    as_numpy(masked)[0], atol=1e-5)
+    real = np.array([0, 1, 2, 3, 5, 6, 7])  # the padded query's row is 0
+    assert_allclose(
+        np.concatenate([as_numpy(first), as_numpy(rest)], 1)[1, real],
+        as_numpy(masked)[1, real], atol=1e-5)
     # Two positions at once, then the rest.
     cache = (np.zeros((BATCH, 8, HEADS, KEY), "float32"),) * 2
     first, cache = layer(inputs[:, :2], cache=cache, cache_update_index=0)
@@ -283,6 +298,7 @@ def test_harness(init_kwargs, length, causal):
         ({"compression": True}, "compression=True"),
         ({"num_key_value_heads": 1}, "num_key_value_heads=1"),
         ({"rope_max_wavelength": 100}, "rope_max_wavelength=100"),
+        ({"attention_impl": "blockwise"}, "attention_impl='blockwise'"),
     ],
 )
 def test_argument_errors_name_the_argument(kwargs, message):

@@ -156,7 +156,9 @@ def test_harness(init_kwargs):
      ({"act_threshold": 0.0}, "act_threshold=0.0"),
      ({"act_threshold": 1.5}, "act_threshold=1.5"),
      ({"ponder_weight": -1.0}, "ponder_weight=-1.0"),
-     ({"dropout": 1.0}, "dropout=1.0")])
+     ({"dropout": 1.0}, "dropout=1.0"),
+     ({"key_dim": 0}, "key_dim=0"),
+     ({"layer_norm_epsilon": -1.0}, "layer_norm_epsilon=-1.0")])
 def test_argument_errors_name_the_argument(kwargs, message):
     with pytest.raises(ValueError, match=message):
         UniversalTransformerEncoder(intermediate_dim=16, num_heads=2,

@@ -169,7 +169,8 @@ def test_token_errors_name_the_argument():
         model.negative_log_likelihood(np.full((2, 4), 13))
     with pytest.raises(ValueError, match="steps=0"):
         model.generate(_tokens(length=2), 0)
-
+    with pytest.raises(ValueError, match="padding_id=0"):
+        model.generate(np.array([[3, 0, 4]]), 2)
 
 
 @tensorflow_only("the block-wise core runs on TensorFlow")

@@ -45,3 +45,7 @@ def test_errors_name_the_argument():
         plot_piano_roll(CHORALE.astype(float))
     with pytest.raises(ValueError, match="at most 4 voices"):
         plot_piano_roll(np.zeros((3, 5), int))
+    with pytest.raises(ValueError, match="steps_per_bar=0"):
+        plot_piano_roll(CHORALE, steps_per_bar=0)
+    with pytest.raises(ValueError, match="primer_steps=-1"):
+        plot_piano_roll(CHORALE, primer_steps=-1)
