@@ -266,12 +266,11 @@ def test_group_helpers():
 @pytest.mark.parametrize(
     "init_kwargs, length, causal",
     [
-        ({"compression": 3, "dropout": 0.1}, 7, False),
+        ({"compression": 3, "dropout": 0.1, "head_merge": "mean"}, 7, True),
         ({"compression": 2, "causal": True, "value_dim": 3, "output_dim": 6,
           "diversity_penalty": 0.1}, 5, False),
-        ({"compression": 3, "head_merge": "mean"}, 6, True),
     ],
-    ids=["dropout", "causal_value_dim", "call_causal_mean"],
+    ids=["dropout_mean_call_causal", "causal_value_dim"],
 )
 def test_harness(init_kwargs, length, causal):
     run_layer_test(

@@ -71,8 +71,7 @@ def test_cached_steps_equal_the_full_pass(attention, positions):
 
 
 @pytest.mark.parametrize("attention, positions",
-                         [("relative", "none"), ("compressed", "sinusoidal"),
-                          ("full", "sinusoidal")])
+                         [("relative", "none"), ("compressed", "sinusoidal")])
 def test_sampling_with_the_cache_equals_sampling_without(attention,
                                                          positions):
     model = _model(attention, positions)
