@@ -35,10 +35,12 @@ class UniversalTransformerEncoder(keras.layers.Layer):
     step states; the authors' code interpolates instead (`w·h_t + (1 −
     w)·previous`), whose weights do not sum to 1.
 
+    The arguments `intermediate_dim`, `num_heads`, `key_dim`, `dropout`,
+    `activation`, `layer_norm_epsilon`, `normalize_first`,
+    `kernel_initializer` and `bias_initializer` are the shared
+    `TransformerEncoder`'s.
+
     Args:
-        intermediate_dim, num_heads, key_dim, dropout, activation,
-            layer_norm_epsilon, normalize_first, kernel_initializer,
-            bias_initializer: the shared `TransformerEncoder`'s.
         max_steps: int >= 1, the recurrent steps (the depth).
         act: bool, Adaptive Computation Time.
         act_threshold: float in (0, 1], the halting threshold 1 − ε.

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from keras_attention.layers import UniversalTransformerEncoder
-from keras_attention.layers.universal_transformer_encoder import coordinate_embedding
+from keras_attention.ops import coordinate_embedding
 from keras_attention.ops import sinusoid_table
 from tests.backend import as_numpy
 from tests.backend import assert_allclose
