@@ -1,8 +1,9 @@
 """The translator on Multi30k: BLEU after a wall-clock training budget, and
 cached against uncached decoding speed.
 
-1. Trains `--model` (`transformer`, the default, or `rnn`, the RNN
-   encoder-decoder with additive attention) with `keras-attention train
+1. Trains `--model` (`transformer`, the default; `rnn`, the RNN
+   encoder-decoder with additive attention; or `decoder_only`, Liu et
+   al.'s T-D) with `keras-attention train
    --corpus multi30k`'s recipe (`CORPUS_RECIPES["multi30k"]`; the options
    below override it) on Multi30k `train` for `--minutes` of wall clock
    (under the policy `--precision auto` picks for the CPU by default:
@@ -23,7 +24,7 @@ cached against uncached decoding speed.
    and prints the speed ratio (target: cached at least 5x faster at 64).
 
 Run: `python benchmarks/translator_multi30k.py --minutes 60 [--model rnn
-[--attention none] [--query current]]
+[--attention none] [--query current] | --model decoder_only]
 [--data-dir ../shared/data/multi30k]` (the folder also comes from
 `$MULTI30K_DIR`). Targets: sacreBLEU on test_2016_flickr after at most 60
 minutes on 2 CPU cores >= 35 for the Transformer, >= 30 for the RNN.

@@ -44,7 +44,7 @@ def main(argv=None):
     parser.add_argument("--data-dir", default=None,
                         help="Multi30k folder (default: $MULTI30K_DIR)")
     parser.add_argument("--model", default="transformer",
-                        choices=["transformer", "rnn"])
+                        choices=["transformer", "rnn", "decoder_only"])
     parser.add_argument("--output-dir", default="runs/multi30k")
     parser.add_argument("--epochs", type=int, default=None,
                         help="passes over the data (default: the "

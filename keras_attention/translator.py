@@ -324,7 +324,8 @@ class Translator:
 def train(config=None, callbacks=(), **overrides):
     """Train a translator as `config` says; returns a `Translator`.
 
-    The model is `config.model` (`"transformer"` or `"rnn"`); both train
+    The model is `config.model` (`"transformer"`, `"rnn"` or
+    `"decoder_only"`); all train
     with the one loop of `keras_attention.training.seq2seq`. The strategy
     comes from the environment (see `strategy_from_environment`). A run
     killed part-way resumes from its backup in `output_dir/backup` when

@@ -19,14 +19,18 @@ few glimpses and learns where to look with REINFORCE.
 `TransformerLanguageModel` is a decoder-only Transformer whose blocks'
 self-attention is chosen by name (full, relative, local or
 memory-compressed: the Music Transformer's and Liu et al.'s T-DMCA).
-`UniversalTransformerReader` answers bAbI questions with a Universal
-Transformer encoder (one block over depth, with ACT).
+`DecoderOnlyTranslator` is Liu et al.'s T-D: source, separator and
+target as one sequence through that language model, decoded and served
+as the translators are. `UniversalTransformerReader` answers bAbI
+questions with a Universal Transformer encoder (one block over depth,
+with ACT).
 """
 
 from keras_attention.models.bert_classifier import BertClassifier
 from keras_attention.models.bert_encoder import BertEncoder
 from keras_attention.models.bert_pretrainer import BertPretrainer
 from keras_attention.models.captioner import Captioner
+from keras_attention.models.decoder_only_translator import DecoderOnlyTranslator
 from keras_attention.models.dual_encoder import DualEncoder
 from keras_attention.models.image_transformer import ImageTransformer
 from keras_attention.models.memory_network import MemoryNetwork
@@ -40,7 +44,8 @@ from keras_attention.models.universal_transformer_reader import (
 )
 from keras_attention.models.video_captioner import VideoCaptioner
 
-TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator}
+TRANSLATORS = {"transformer": TransformerTranslator, "rnn": RNNTranslator,
+               "decoder_only": DecoderOnlyTranslator}
 """The translator classes by the name the command line's `--model` uses."""
 
 __all__ = [
@@ -48,6 +53,7 @@ __all__ = [
     "BertEncoder",
     "BertPretrainer",
     "Captioner",
+    "DecoderOnlyTranslator",
     "DualEncoder",
     "ImageTransformer",
     "MemoryNetwork",

@@ -11,6 +11,7 @@ import numpy as np
 from keras import ops
 
 from keras_attention import _validation
+from keras_attention import ops as attention_ops
 from keras_attention.layers import LocalSelfAttention
 from keras_attention.layers import MemoryCompressedAttention
 from keras_attention.layers import MultiHeadSelfAttention
@@ -73,6 +74,9 @@ class TransformerLanguageModel(keras.Model):
         token_ids: `(B, T)` ints in `[0, vocabulary_size)`.
         padding_mask: `(B, T)` boolean, False at padding; defaults to
             `token_ids != padding_id`.
+        position_ids: `(B, T)` ints, the positions the sinusoids encode;
+            defaults to `0 .. T - 1` in every row (a sequence packed from
+            padded parts counts its real tokens only with these).
         training: bool; enables dropout.
 
     Returns:
@@ -198,29 +202,74 @@ class TransformerLanguageModel(keras.Model):
         return MemoryCompressedAttention(compression=self.compression,
                                          causal=True, **common)
 
+    def build(self, token_ids_shape=None):
+        """Create every weight; they do not depend on the length."""
+        shape = (None, None, self.hidden_dim)  # (B, T, D)
+        self.token_embedding.build((None, None))
+        for block in self.blocks:
+            block.build(shape)
+        self.final_norm.build(shape)
+        self.output_dense.build(shape)
+        self.built = True
+
     @property
     def can_cache(self):
         """Whether every block decodes with a key/value cache (all but
         local attention do)."""
         return "local" not in self.attention
 
-    def _embed(self, token_ids, start, training=None):
-        """`(B, t)` ids at positions `start ..` to `(B, t, D)`."""
+    def _embed(self, token_ids, start, training=None, position_ids=None):
+        """`(B, t)` ids at positions `start ..` (or at `position_ids`
+        `(B, t)`) to `(B, t, D)`."""
         x = self.token_embedding(token_ids) * ops.cast(
             math.sqrt(self.hidden_dim), self.compute_dtype)
         if self.positions == "sinusoidal":
-            x = x + self.position_embedding(x, start_index=start)
+            if position_ids is None:
+                x = x + self.position_embedding(x, start_index=start)
+            else:
+                batch, length = ops.shape(token_ids)[0], ops.shape(token_ids)[1]
+                table = attention_ops.sinusoid_table(
+                    ops.reshape(position_ids, (-1,)), self.hidden_dim,
+                    dtype=self.compute_dtype)  # (B * t, D)
+                x = x + ops.reshape(table, (batch, length, self.hidden_dim))
         return self.embedding_dropout(x, training=training)
 
-    def call(self, token_ids, padding_mask=None, training=None):
+    def _check_position_ids(self, position_ids, token_ids):
+        if position_ids is None:
+            return None
+        position_ids = attention_ops.check_mask_shape(
+            "position_ids", position_ids, tuple(token_ids.shape),
+            "(batch, length), as token_ids")
+        return ops.cast(position_ids, "int32")
+
+    def call(self, token_ids, padding_mask=None, position_ids=None,
+             training=None):
         token_ids = ops.cast(token_ids, "int32")  # (B, T)
         if padding_mask is None:
             padding_mask = ops.not_equal(token_ids, self.padding_id)  # (B, T)
-        x = self._embed(token_ids, 0, training)  # (B, T, D)
+        position_ids = self._check_position_ids(position_ids, token_ids)
+        x = self._embed(token_ids, 0, training, position_ids)  # (B, T, D)
         for block in self.blocks:
             x = block(x, decoder_padding_mask=padding_mask,
                       training=training)  # causal
         return self.output_dense(self.final_norm(x))  # (B, T, V)
+
+    def self_attention_scores(self, token_ids, padding_mask=None,
+                              position_ids=None):
+        """Every block's self-attention weights, every head: float32
+        `(B, K, N, T, T)` for K blocks (full or relative attention; zero
+        above the diagonal and at padded keys)."""
+        token_ids = ops.cast(token_ids, "int32")  # (B, T)
+        if padding_mask is None:
+            padding_mask = ops.not_equal(token_ids, self.padding_id)
+        position_ids = self._check_position_ids(position_ids, token_ids)
+        x = self._embed(token_ids, 0, position_ids=position_ids)
+        every = []
+        for block in self.blocks:
+            x, scores = block(x, decoder_padding_mask=padding_mask,
+                              return_self_attention_scores=True)
+            every.append(ops.cast(scores, "float32"))  # (B, N, T, T)
+        return ops.stack(every, axis=1)
 
     def initial_cache(self, batch_size, max_length):
         """The blocks' empty key/value caches, for `step`; a
@@ -236,16 +285,39 @@ class TransformerLanguageModel(keras.Model):
                                     batch_size=batch_size)
                 for block in self.blocks]
 
-    def step(self, token_ids, index, cache):
-        """Tokens `(B, t)` at positions `index ..` through the cached
-        blocks: `(logits (B, t, V), cache)`."""
-        x = self._embed(ops.cast(token_ids, "int32"), index)
-        updated = []
+    def step(self, token_ids, index, cache, position_ids=None,
+             key_mask=None, return_attention_scores=False):
+        """Tokens `(B, t)` at cache slots `index ..` through the cached
+        blocks: `(logits (B, t, V), cache)`.
+
+        `position_ids` `(B, t)` give the positions their sinusoids encode
+        (default: the slots); `key_mask` `(B, L)`, False at cache slots no
+        query may read (e.g. a prompt's padding), joins the causal mask.
+        With `return_attention_scores`, the last block's self-attention
+        weights `(B, N, t, L)` come between the logits and the cache."""
+        token_ids = ops.cast(token_ids, "int32")  # (B, t)
+        position_ids = self._check_position_ids(position_ids, token_ids)
+        x = self._embed(token_ids, index, position_ids=position_ids)
+        mask = None
+        if key_mask is not None:
+            length = ops.shape(token_ids)[1]
+            mask = ops.repeat(ops.cast(key_mask, "bool")[:, None, :],
+                              length, axis=1)  # (B, t, L)
+        updated, scores = [], None
         for block, block_cache in zip(self.blocks, cache):
-            x, block_cache = block(x, cache=block_cache,
-                                   cache_update_index=index)
+            last = return_attention_scores and block is self.blocks[-1]
+            outputs = block(x, cache=block_cache, cache_update_index=index,
+                            decoder_attention_mask=mask,
+                            return_self_attention_scores=last)
+            if last:
+                x, scores, block_cache = outputs
+            else:
+                x, block_cache = outputs
             updated.append(block_cache)
-        return self.output_dense(self.final_norm(x)), updated
+        logits = self.output_dense(self.final_norm(x))
+        if return_attention_scores:
+            return logits, scores, updated
+        return logits, updated
 
     def _check_tokens(self, name, token_ids):
         token_ids = np.asarray(token_ids)

@@ -18,13 +18,14 @@ from keras_attention.training.precision import PRECISIONS  # noqa: F401
 # (`precision.choose_precision`).
 
 JIT_COMPILE = ("auto", "on", "off")
-MODELS = ("transformer", "rnn")
+MODELS = ("transformer", "rnn", "decoder_only")
 CORPORA = ("synthetic", "multi30k", "files")
 # Each model's presets (the model classes own their sizes; the names are
 # repeated here so options are checked before TensorFlow loads, and a test
 # keeps both lists equal).
 PRESET_NAMES = {"transformer": ("tiny", "small", "base"),
-                "rnn": ("tiny", "small", "base")}
+                "rnn": ("tiny", "small", "base"),
+                "decoder_only": ("tiny", "small", "base")}
 RNN_CELLS = ("gru", "lstm")
 # The RNN presets whose decoder is as wide as the annotations (2 x encoder
 # units), as dot scores need (a test checks this against the presets).
@@ -70,13 +71,15 @@ class TrainingConfig:
     >>> TrainingConfig(model="lstm")
     Traceback (most recent call last):
     ...
-    ValueError: `model` must be one of ['rnn', 'transformer'], received: model='lstm'
+    ValueError: `model` must be one of ['decoder_only', 'rnn',
+    'transformer'], received: model='lstm'
     """
 
     model: str = option(
-        "transformer", "the translator: transformer (Vaswani et al., 2017) "
-        "or rnn (an RNN encoder-decoder with attention, Bahdanau et al., "
-        "2015)", choices=MODELS)
+        "transformer", "the translator: transformer (Vaswani et al., 2017), "
+        "rnn (an RNN encoder-decoder with attention, Bahdanau et al., "
+        "2015) or decoder_only (source, separator and target as one "
+        "sequence, Liu et al., 2018)", choices=MODELS)
     corpus: str = option(
         "synthetic", "training corpus: synthetic (embedded, no download), "
         "multi30k (--data-dir) or files (your own: --train-files)",
@@ -327,6 +330,8 @@ class TrainingConfig:
                         "rope_max_wavelength", "num_key_value_heads")
                        if getattr(self, name) is not None},
                     **dropout}
+        if self.model == "decoder_only":
+            return dropout
         options = {"cell": self.cell, "attention": self.attention,
                    "query": self.query}
         options = {name: value for name, value in options.items()

@@ -198,8 +198,9 @@ def test_length_arguments_are_checked(trained):
 @pytest.mark.parametrize(
     "model_name, options",
     [("transformer", {}), ("rnn", {}),
-     ("rnn", {"cell": "lstm", "attention": "general", "query": "current"})],
-    ids=["transformer", "rnn", "rnn-luong-lstm"])
+     ("rnn", {"cell": "lstm", "attention": "general", "query": "current"}),
+     ("decoder_only", {})],
+    ids=["transformer", "rnn", "rnn-luong-lstm", "decoder-only"])
 def test_decoding_under_a_mixed_policy(model_name, options):
     """bfloat16 models decode with float32 attention, and beam search of
     width 1 stays on greedy's path (its cache keeps each leaf's dtype)."""
