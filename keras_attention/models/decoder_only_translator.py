@@ -56,10 +56,17 @@ class DecoderOnlyTranslator(keras.Model):
     equal `target_vocabulary_size`, and `share_embeddings` can only be
     True.
 
+    The blocks' sizes are `num_layers`, `hidden_dim`, `num_heads`,
+    `intermediate_dim` and `dropout`, as for `TransformerLanguageModel`.
+
     Args:
-        source_vocabulary_size, target_vocabulary_size: int, equal.
-        num_layers, hidden_dim, num_heads, intermediate_dim, dropout: the
-            decoder-only blocks' sizes.
+        source_vocabulary_size: int, equal to `target_vocabulary_size`.
+        target_vocabulary_size: int, V.
+        num_layers: int, K.
+        hidden_dim: int, D, divisible by `num_heads`.
+        num_heads: int, N.
+        intermediate_dim: int, the feed-forward width.
+        dropout: float in [0, 1).
         pad_id: int, the padding token.
         share_embeddings: True (there is one embedding).
 
