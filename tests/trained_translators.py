@@ -44,7 +44,7 @@ VARIANTS = {
 }
 # Trained on demand only, by the tests of one model (not a `trained`
 # fixture parameter): Liu et al.'s decoder-only T-D.
-OTHER_VARIANTS = {"decoder_only": dict(model="decoder_only")}
+OTHER_VARIANTS = {"decoder_only": dict(model="decoder_only", epochs=2)}
 TRAINING = dict(train_size=1500, epochs=3, bleu_sentences=0, verbose=0,
                 warmup_steps=100, learning_rate_scale=2.0, max_length=32)
 # The export tests' texts (tests/translator/test_export.py).
@@ -69,8 +69,8 @@ def train_translator(directory, name):
 
     directory = pathlib.Path(directory)
     variant = {**VARIANTS, **OTHER_VARIANTS}[name]
-    translator = train(TrainingConfig(output_dir=str(directory), **TRAINING,
-                                      **variant))
+    translator = train(TrainingConfig(output_dir=str(directory),
+                                      **{**TRAINING, **variant}))
     recorded = dict(zip(RECORDED_TEXTS, translator.translate(RECORDED_TEXTS)))
     (directory / "translations.json").write_text(
         json.dumps(recorded, ensure_ascii=False), encoding="utf-8")
