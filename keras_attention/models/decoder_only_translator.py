@@ -28,6 +28,12 @@ h=4, d_ff=256), `small` (K=6, d=256, h=4, d_ff=1024: the Transformer
 `small`'s block count) and `base` (K=12, d=512, h=8, d_ff=2048)."""
 
 
+def _real_positions(mask):
+    """`(B, L)` positions counting the True entries of `mask` only (a
+    False entry repeats the position before it; leading ones get 0)."""
+    return ops.maximum(ops.cumsum(ops.cast(mask, "int32"), axis=1) - 1, 0)
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class DecoderOnlyTranslator(keras.Model):
     """A translator without an encoder: Liu et al.'s T-D (2018, section
@@ -151,10 +157,9 @@ class DecoderOnlyTranslator(keras.Model):
         tokens = ops.concatenate([source, target], axis=1)  # (B, S + T)
         mask = ops.concatenate(
             [source_mask, ops.not_equal(target, self.pad_id)], axis=1)
-        real = ops.cast(ops.concatenate(
-            [source_mask, ops.ones_like(target, "bool")], axis=1), "int32")
-        positions = ops.maximum(ops.cumsum(real, axis=1) - 1, 0)  # (B, S+T)
-        return tokens, mask, positions
+        real = ops.concatenate([source_mask, ops.ones_like(target, "bool")],
+                               axis=1)
+        return tokens, mask, _real_positions(real)  # positions (B, S + T)
 
     def call(self, inputs, training=None):
         source = inputs["encoder_tokens"]
@@ -220,10 +225,8 @@ class DecoderOnlyTranslator(keras.Model):
         batch, width = ops.shape(memory)[0], ops.shape(memory)[1]
         length = width + max_length
         cache = self.language_model.initial_cache(batch, length)
-        positions = ops.maximum(
-            ops.cumsum(ops.cast(source_mask, "int32"), axis=1) - 1, 0)
         _, cache = self.language_model.step(
-            memory, 0, cache, position_ids=positions,
+            memory, 0, cache, position_ids=_real_positions(source_mask),
             key_mask=self._key_mask(source_mask, length))
         return cache
 

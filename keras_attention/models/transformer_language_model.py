@@ -247,12 +247,23 @@ class TransformerLanguageModel(keras.Model):
         token_ids = ops.cast(token_ids, "int32")  # (B, T)
         if padding_mask is None:
             padding_mask = ops.not_equal(token_ids, self.padding_id)  # (B, T)
+        x, _ = self._forward(token_ids, padding_mask, position_ids, training)
+        return self.output_dense(self.final_norm(x))  # (B, T, V)
+
+    def _forward(self, token_ids, padding_mask, position_ids, training=None,
+                 scores=False):
+        """The blocks' output `(B, T, D)` and, with `scores`, every
+        block's self-attention weights (else an empty list)."""
         position_ids = self._check_position_ids(position_ids, token_ids)
         x = self._embed(token_ids, 0, training, position_ids)  # (B, T, D)
+        every = []
         for block in self.blocks:
-            x = block(x, decoder_padding_mask=padding_mask,
-                      training=training)  # causal
-        return self.output_dense(self.final_norm(x))  # (B, T, V)
+            x = block(x, decoder_padding_mask=padding_mask, training=training,
+                      return_self_attention_scores=scores)  # causal
+            if scores:
+                x, weights = x
+                every.append(ops.cast(weights, "float32"))  # (B, N, T, T)
+        return x, every
 
     def self_attention_scores(self, token_ids, padding_mask=None,
                               position_ids=None):
@@ -262,13 +273,8 @@ class TransformerLanguageModel(keras.Model):
         token_ids = ops.cast(token_ids, "int32")  # (B, T)
         if padding_mask is None:
             padding_mask = ops.not_equal(token_ids, self.padding_id)
-        position_ids = self._check_position_ids(position_ids, token_ids)
-        x = self._embed(token_ids, 0, position_ids=position_ids)
-        every = []
-        for block in self.blocks:
-            x, scores = block(x, decoder_padding_mask=padding_mask,
-                              return_self_attention_scores=True)
-            every.append(ops.cast(scores, "float32"))  # (B, N, T, T)
+        _, every = self._forward(token_ids, padding_mask, position_ids,
+                                 scores=True)
         return ops.stack(every, axis=1)
 
     def initial_cache(self, batch_size, max_length):
