@@ -10,6 +10,7 @@ Run: `python benchmarks/summary.py` (`make bench` runs it last).
 
 import json
 import pathlib
+import sys
 
 HERE = pathlib.Path(__file__).parent
 RESULTS = HERE / "results"
@@ -221,6 +222,15 @@ def _long(record):
     return lines
 
 
+def _long_range(record):
+    """benchmarks/long_range.py: its own two tables."""
+    if str(HERE) not in sys.path:
+        sys.path.insert(0, str(HERE))
+    import long_range
+
+    return long_range.tables(record["rows"], record["settings"])
+
+
 def _variants(record):
     """benchmarks/attention_variants.py: each variant's training step
     against plain attention, then the decoding steps and cache sizes."""
@@ -279,6 +289,8 @@ def render(record):
         lines += _scaling(record)
     elif record["benchmark"].startswith("long_attention"):
         lines += _long(record)
+    elif record["benchmark"].startswith("long_range"):
+        lines += _long_range(record)
     elif record["benchmark"].startswith("attention_variants"):
         lines += _variants(record)
     elif "concurrency" in first and "model" in first:

@@ -89,8 +89,15 @@ class TimeBudget(keras.callbacks.Callback):
 def fixed_length_decoders(model, bos_id):
     """Greedy decoders that run exactly `steps` positions (no early stop):
     one with the key/value cache, one that re-runs the decoder on the whole
-    prefix at every step. Each is one `tf.function`, traced once and
-    reused, so the timed calls measure decoding, not tracing."""
+    prefix at every step (a decoder-only translator, which has no decoder
+    of its own, re-runs the whole source + prefix). Each is one
+    `tf.function`, traced once and reused, so the timed calls measure
+    decoding, not tracing."""
+
+    def full_pass(source, prefix, memory, source_mask):
+        if hasattr(model, "decode"):  # encoder-decoder: the decoder only
+            return model.decode(prefix, memory, source_mask)
+        return model({"encoder_tokens": source, "decoder_tokens": prefix})
 
     @tf.function
     def cached(source, steps):
@@ -115,7 +122,7 @@ def fixed_length_decoders(model, bos_id):
             tf.autograph.experimental.set_loop_options(
                 shape_invariants=[(prefix, tf.TensorShape([None, None]))]
             )
-            logits = model.decode(prefix, memory, source_mask)
+            logits = full_pass(source, prefix, memory, source_mask)
             token = tf.argmax(logits[:, -1], -1, output_type=tf.int32)
             prefix = tf.concat([prefix, token[:, None]], 1)
         return prefix[:, 1:]

@@ -1,0 +1,128 @@
+"""benchmarks/long_range.py: a tiny run measures every step row and
+trains every accuracy row in fresh processes, prints both tables, merges
+an earlier run's accuracy rows and draws the figure; a worker over the
+memory cap is killed and its candidate not tried at longer lengths; bad
+arguments are one line naming the flag."""
+
+import json
+
+import pytest
+
+from tests.test_benchmarks_summary import load_script
+from tests.test_benchmarks_summary import run_benchmark
+
+TINY = ("--hidden", "16", "--heads", "2", "--ff", "32", "--window", "16",
+        "--train-batch", "4", "--eval-documents", "8")
+
+
+def test_tiny_run_measures_trains_merges_and_plots(tmp_path, monkeypatch,
+                                                   capsys):
+    earlier = tmp_path / "earlier.json"
+    earlier.write_text(json.dumps({
+        "machine": {"device": "NVIDIA H100 80GB HBM3"},
+        "rows": [{"kind": "accuracy", "candidate": "full", "length": 1024,
+                  "steps": 2840, "train_minutes": 1.2, "final_loss": 1.41,
+                  "accuracy": 0.316},
+                 {"kind": "step", "candidate": "full", "length": 1024,
+                  "step_s": 9.0}]}))
+    figure = tmp_path / "long_range.png"
+    stdout, record = run_benchmark(
+        "long_range.py", tmp_path / "results", "--lengths", "320",
+        "--accuracy-lengths", "320", "--candidates", "full-dense", "tdmca",
+        "--train-minutes", "0.01", "--repeats", "1", *TINY,
+        "--merge", str(earlier), "--plot", str(figure), timeout=600)
+    rows = record["rows"]
+    assert [(row["kind"], row["candidate"], row["length"]) for row in rows] \
+        == [("step", "full-dense", 320), ("step", "tdmca", 320),
+            ("accuracy", "full-dense", 320), ("accuracy", "tdmca", 320),
+            ("accuracy", "full", 1024)]
+    for row in rows[:4]:
+        assert "failed" not in row, row
+        assert row["weights"] > 0
+    # T-DMCA's compression convolutions are the only extra weights.
+    assert rows[1]["weights"] > rows[0]["weights"]
+    for row in rows[:2]:
+        assert row["step_s"] > 0 and row["first_s"] > 0
+        assert row["rss_bytes"] > 0
+    for row in rows[2:4]:
+        assert row["steps"] >= 1 and 0.0 <= row["accuracy"] <= 1.0
+        # After a few steps: near log(99), the vocabulary's uniform loss.
+        assert 2.0 < row["final_loss"] < 8.0
+        # The accuracy is a count over the 8 held-out documents.
+        assert (row["accuracy"] * 8).is_integer()
+    assert rows[4]["from"] == "NVIDIA H100 80GB HBM3"  # step rows not taken
+    lines = stdout.splitlines()
+    for start in ("| 320 | full-dense | ", "| 320 | tdmca | ",
+                  "| 320 | full-dense | here | ", "| 320 | tdmca | here | "):
+        assert any(line.startswith(start) for line in lines), start
+    assert any(line.startswith("| 1,024 | full | NVIDIA H100 80GB HBM3 | "
+                               "2,840 |") for line in lines), stdout
+    assert figure.stat().st_size > 10_000
+    assert record["settings"]["window"] == 16
+    # --replot: the same tables and a figure from the results file alone.
+    script = load_script("long_range", monkeypatch)
+    again = tmp_path / "again.png"
+    results = next((tmp_path / "results").glob("*.json"))
+    assert script.main(["--replot", str(results), "--plot",
+                        str(again)]) == rows
+    printed = capsys.readouterr().out
+    for line in lines:
+        if line.startswith("| "):
+            assert line in printed
+    assert again.stat().st_size > 10_000
+
+
+def test_over_the_cap_is_killed_and_not_tried_again(tmp_path):
+    stdout, record = run_benchmark(
+        "long_range.py", tmp_path, "--lengths", "320", "640",
+        "--accuracy-lengths", "--candidates", "tdmca",
+        "--memory-cap-gib", "0.05", *TINY, timeout=600)
+    first, longer = record["rows"]
+    assert first["failed"] == "over the 0.05 GiB cap", first
+    assert longer["failed"] == "failed at a shorter length"
+    assert "| 640 | tdmca | | failed at a shorter length |" in stdout
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--hidden", "10", "--heads", "4"],
+     "--hidden must be divisible by --heads, received: --hidden 10 "
+     "--heads 4"),
+    (["--lengths", "200"], "every length must be at least 320 for 4 facts, "
+                           "received: 200"),
+    (["--train-minutes", "0"], "--train-minutes must be positive, "
+                               "received: 0.0"),
+])
+def test_bad_arguments_are_one_line(arguments, message, monkeypatch,
+                                    capsys):
+    script = load_script("long_range", monkeypatch)
+    with pytest.raises(SystemExit) as raised:
+        script.main(arguments)
+    assert raised.value.code == 2
+    error = capsys.readouterr().err.strip().splitlines()[-1]
+    assert error.endswith(message), error
+
+
+def test_summary_renders_both_tables(monkeypatch):
+    summary = load_script("summary", monkeypatch)
+    record = {
+        "benchmark": "long_range", "when": "2026-11-27T01:00:00+00:00",
+        "command": "long_range.py", "machine": {
+            "cpu": "AMD EPYC", "cpu_flags": ["avx2"], "cores": 2,
+            "keras": "3.15.1", "backend": "tensorflow", "device": "cpu"},
+        "settings": {"hidden": 128, "heads": 4, "batch": 1, "facts": 4},
+        "rows": [
+            {"kind": "step", "candidate": "full", "length": 16384,
+             "weights": 688099, "step_s": 31.5, "first_s": 40.25,
+             "rss_bytes": 3 * 2**30},
+            {"kind": "step", "candidate": "full-dense", "length": 16384,
+             "failed": "over the 20 GiB cap", "rss_bytes": 21 * 2**30},
+            {"kind": "accuracy", "candidate": "tdmca", "length": 1024,
+             "weights": 885219, "steps": 3863, "train_minutes": 1.2,
+             "final_loss": 1.808, "accuracy": 0.34765625,
+             "from": "NVIDIA H100 80GB HBM3"}]}
+    lines = summary.render(record)
+    assert "| 16,384 | full | 688,099 | 31.50 | 40.25 | 3.00 |" in lines
+    assert ("| 16,384 | full-dense | | over the 20 GiB cap | | 21.00 |"
+            in lines)
+    assert ("| 1,024 | tdmca | NVIDIA H100 80GB HBM3 | 3,863 | 1.2 | 1.808 "
+            "| 0.348 |") in lines
