@@ -57,6 +57,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import harness
@@ -67,7 +68,10 @@ CANDIDATES = ("full-dense", "full", "local", "tdmca")
 NUM_LAYERS = 5
 NUM_KEYS = NUM_VALUES = 16
 NUM_FILLERS = 64
-EVAL_SEED = 10**6  # held-out documents: seeds no training batch uses
+# Separate random streams (`numpy.random.default_rng([seed, stream,
+# ...])`): training batches, held-out documents, the warm-up batch and the
+# step sweep's batch never share documents.
+TRAIN, EVAL, WARM, SWEEP = range(4)
 
 
 def model_for(candidate, args):
@@ -96,7 +100,9 @@ def model_for(candidate, args):
 def documents(count, length, args, seed):
     """`(inputs, targets, weights)`: the documents shifted for the model,
     weight on the answer only (scaled so that the mean over positions is
-    the mean over answers)."""
+    the mean over answers): `targets[:, -1]` is the answer, predicted at
+    the question's key, `inputs[:, -1]`. `seed`: anything
+    `numpy.random.default_rng` takes."""
     import numpy as np
 
     from keras_attention.data import long_range
@@ -126,7 +132,8 @@ def step_worker(candidate, length, args):
     """One fresh process: memory of the first training step (tracing
     included), then the median of `--repeats` more."""
     model = compiled(candidate, args)
-    inputs, targets, weights = documents(args.batch, length, args, 0)
+    inputs, targets, weights = documents(args.batch, length, args,
+                                         [args.seed, SWEEP])
     model(inputs[:, :8])  # weights built on 8 positions, not the length
     gc.collect()
     rss_before = harness.status_kib("VmRSS")
@@ -166,18 +173,18 @@ def train_worker(candidate, length, args):
     model = compiled(candidate, args)
     # The first step traces (and on JAX compiles): outside the budget.
     inputs, targets, weights = documents(args.train_batch, length, args,
-                                         2 * EVAL_SEED + args.seed)
+                                         [args.seed, WARM])
     model.train_on_batch(inputs, targets, sample_weight=weights)
     started, steps, losses = time.perf_counter(), 0, []
     while time.perf_counter() - started < 60 * args.train_minutes:
         inputs, targets, weights = documents(args.train_batch, length, args,
-                                             args.seed * 10**5 + steps)
+                                             [args.seed, TRAIN, steps])
         losses.append(float(model.train_on_batch(inputs, targets,
                                                  sample_weight=weights)))
         steps += 1
     trained = time.perf_counter() - started
     inputs, targets, _ = documents(args.eval_documents, length, args,
-                                   EVAL_SEED + args.seed)
+                                   [args.seed, EVAL])
     score = accuracy(model, inputs, targets[:, -1], args.train_batch)
     tail = losses[-max(1, len(losses) // 10):]
     return {"weights": model.count_params(), "steps": steps,
@@ -186,30 +193,37 @@ def train_worker(candidate, length, args):
 
 
 def run_worker(kind, candidate, length, args, cap_bytes):
-    """The worker's record, or `{"failed": why}`; killed above the cap."""
+    """The worker's record, or `{"failed": why}`; killed above the cap.
+    Its output goes to files, so a worker that writes a lot never blocks
+    on a full pipe."""
     command = [sys.executable, os.path.abspath(__file__), "--worker",
                f"{kind}:{candidate}:{length}", *args.passed]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    peak = 0
-    while process.poll() is None:
-        try:
-            rss = harness.status_kib("VmRSS", process.pid) * 1024
-        except (FileNotFoundError, ProcessLookupError, RuntimeError):
-            rss = 0  # exiting
-        peak = max(peak, rss)
-        if rss > cap_bytes:
-            process.kill()
-            process.wait()
-            return {"failed": f"over the {cap_bytes / 2**30:g} GiB cap",
-                    "rss_bytes": peak}
-        time.sleep(0.2)
-    stdout, stderr = process.communicate()
-    if process.returncode != 0:
-        lines = stderr.strip().splitlines() or ["(no stderr)"]
-        return {"failed": f"exit {process.returncode}: {lines[-1][:200]}",
+    with tempfile.TemporaryFile("w+") as out, \
+            tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err,
+                                   text=True)
+        peak = 0
+        while process.poll() is None:
+            try:
+                rss = harness.status_kib("VmRSS", process.pid) * 1024
+            except (FileNotFoundError, ProcessLookupError, RuntimeError):
+                rss = 0  # exiting
+            peak = max(peak, rss)
+            if rss > cap_bytes:
+                process.kill()
+                process.wait()
+                return {"failed": f"over the {cap_bytes / 2**30:g} GiB cap",
+                        "rss_bytes": peak}
+            time.sleep(0.2)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    lines = stdout.strip().splitlines()
+    if process.returncode != 0 or not lines:
+        last = (stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        return {"failed": f"exit {process.returncode}: {last[:200]}",
                 "rss_bytes": peak}
-    return json.loads(stdout.strip().splitlines()[-1])
+    return json.loads(lines[-1])
 
 
 def sweep(kind, lengths, args, cap):
@@ -220,6 +234,7 @@ def sweep(kind, lengths, args, cap):
                 rows.append({"kind": kind, "candidate": candidate,
                              "length": length,
                              "failed": "failed at a shorter length"})
+                print(json.dumps(rows[-1]), flush=True)
                 continue
             record = run_worker(kind, candidate, length, args, cap)
             if "failed" in record:
@@ -237,6 +252,16 @@ def fmt_gib(value):
 def tables(rows, settings):
     """The step table and the accuracy table, as Markdown lines (also
     `summary.py`'s rendering of a results file)."""
+    lines = []
+    for kind, table in (("step", _step_table),
+                        ("accuracy", _accuracy_table)):
+        mine = [row for row in rows if row["kind"] == kind]
+        if mine:  # a table only where there are rows
+            lines += ([""] if lines else []) + table(mine, settings)
+    return lines
+
+
+def _step_table(rows, settings):
     lines = [f"Training step, {NUM_LAYERS} blocks of {settings['hidden']} "
              f"({settings['heads']} heads), batch {settings['batch']}, a "
              "fresh process each; memory: the peak resident memory's growth "
@@ -244,25 +269,26 @@ def tables(rows, settings):
              "| L | candidate | weights | step s (median) | first step s | "
              "peak memory growth GiB |", "|---|---|---|---|---|---|"]
     for row in rows:
-        if row["kind"] != "step":
-            continue
         if "failed" in row:
+            killed = ("" if row.get("rss_bytes") is None else
+                      f"{fmt_gib(row['rss_bytes'])} at the kill")
             lines.append(f"| {row['length']:,} | {row['candidate']} | | "
-                         f"{row['failed']} | | "
-                         f"{fmt_gib(row.get('rss_bytes'))} |")
+                         f"{row['failed']} | | {killed} |")
         else:
             lines.append(f"| {row['length']:,} | {row['candidate']} | "
                          f"{row['weights']:,} | {row['step_s']:.2f} | "
                          f"{row['first_s']:.2f} | "
                          f"{fmt_gib(row['rss_bytes'])} |")
-    lines += ["", f"Held-out answer accuracy (chance {1 / NUM_VALUES:.3f}; "
-              "knowing the document's values only, "
-              f"{1 / settings['facts']:.3f}).", "",
-              "| L | candidate | trained on | steps | minutes | final loss | "
-              "accuracy |", "|---|---|---|---|---|---|---|"]
+    return lines
+
+
+def _accuracy_table(rows, settings):
+    lines = [f"Held-out answer accuracy (chance {1 / NUM_VALUES:.3f}; "
+             "knowing the document's values only, "
+             f"{1 / settings['facts']:.3f}).", "",
+             "| L | candidate | trained on | steps | minutes | final loss | "
+             "accuracy |", "|---|---|---|---|---|---|---|"]
     for row in rows:
-        if row["kind"] != "accuracy":
-            continue
         where = row.get("from", "here")
         if "failed" in row:
             lines.append(f"| {row['length']:,} | {row['candidate']} | "
@@ -295,8 +321,8 @@ def plot(rows, path, settings):
         for candidate in CANDIDATES:
             mine = [row for row in rows if row["kind"] == kind
                     and row["candidate"] == candidate]
-            points = [(row["length"], row[field]) for row in mine
-                      if "failed" not in row]
+            points = sorted((row["length"], row[field]) for row in mine
+                            if "failed" not in row)
             if field == "rss_bytes":
                 points = [(x, y / 2**30) for x, y in points]
             if points:
@@ -333,6 +359,21 @@ def plot(rows, path, settings):
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     print(f"wrote {path}")
+
+
+def load_results(path):
+    """An earlier run's results file, checked for what `--replot` and
+    `--merge` read."""
+    with open(path) as file:
+        record = json.load(file)
+    needed = {"kind", "candidate", "length"}
+    if not all(needed <= set(row) for row in record["rows"]):
+        raise KeyError(f"a row without {sorted(needed)}")
+    if "device" not in record["machine"] or not {
+            "hidden", "heads", "batch", "facts", "window",
+            "compression"} <= set(record["settings"]):
+        raise KeyError("no machine's device, or settings")
+    return record
 
 
 def positive(name, parser, value):
@@ -386,14 +427,25 @@ def main(argv=None):
     if args.hidden % args.heads:
         parser.error(f"--hidden must be divisible by --heads, received: "
                      f"--hidden {args.hidden} --heads {args.heads}")
+    if args.facts > NUM_KEYS:
+        parser.error(f"--facts must be at most {NUM_KEYS} (a key each), "
+                     f"received: {args.facts}")
+    if args.seed < 0:
+        parser.error(f"--seed must be >= 0, received: {args.seed}")
     if args.quick:
         args.lengths, args.accuracy_lengths = [256, 512], [256]
         args.repeats, args.train_minutes = 1, 0.1
         args.eval_documents = min(args.eval_documents, 32)
+    # Ascending, so that a candidate that failed is not tried longer.
+    args.lengths = sorted(set(args.lengths))
+    args.accuracy_lengths = sorted(set(args.accuracy_lengths))
+    # The facts (2 tokens each) lie in the first tenth of the L - 4 tokens
+    # before `? key value`.
+    shortest = 20 * args.facts + 8
     for length in args.lengths + args.accuracy_lengths:
-        if length < 80 * args.facts:  # the first tenth holds the facts
-            parser.error(f"every length must be at least {80 * args.facts}"
-                         f" for {args.facts} facts, received: {length}")
+        if length < shortest and not args.worker:
+            parser.error(f"every length must be at least {shortest} for "
+                         f"{args.facts} facts, received: {length}")
     # What the workers are told: everything but the sweeps themselves.
     args.passed = ["--hidden", str(args.hidden), "--heads", str(args.heads),
                    "--ff", str(args.ff), "--window", str(args.window),
@@ -410,9 +462,23 @@ def main(argv=None):
         print(json.dumps(work(candidate, int(length), args)))
         return None
 
+    earlier = {}
+    for flag in ("replot", "merge"):
+        path = getattr(args, flag)
+        if path is None:
+            continue
+        try:
+            earlier[flag] = load_results(path)
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            parser.error(f"--{flag} must be a results file of this script, "
+                         f"received: {path!r} ({type(error).__name__}: "
+                         f"{error})")
+    if args.plot and not os.path.isdir(os.path.dirname(
+            os.path.abspath(args.plot))):
+        parser.error(f"--plot's folder does not exist, received: "
+                     f"{args.plot!r}")
     if args.replot:
-        with open(args.replot) as earlier:
-            record = json.load(earlier)
+        record = earlier["replot"]
         print("\n".join(tables(record["rows"], record["settings"])))
         if args.plot:
             plot(record["rows"], args.plot, record["settings"])
@@ -423,12 +489,10 @@ def main(argv=None):
     rows = sweep("step", args.lengths, args, cap)
     rows += sweep("accuracy", args.accuracy_lengths, args, cap)
     if args.merge:
-        with open(args.merge) as merged:
-            earlier = json.load(merged)
-        for row in earlier["rows"]:
+        for row in earlier["merge"]["rows"]:
             if row["kind"] == "accuracy":
-                rows.append({**row, "from": earlier["machine"]["device"]})
-
+                rows.append({**row,
+                             "from": earlier["merge"]["machine"]["device"]})
     print()
     print("\n".join(tables(rows, vars(args))))
     dense_failed = [row["length"] for row in rows if row["kind"] == "step"
@@ -437,8 +501,6 @@ def main(argv=None):
                                                                "exit"))]
     if dense_failed:
         print(f"- full-dense fails at L={dense_failed[0]:,}")
-    if args.plot:
-        plot(rows, args.plot, vars(args))
     harness.write_results(
         args.results_name or ("long_range_quick" if args.quick
                               else "long_range"),
@@ -447,6 +509,8 @@ def main(argv=None):
             "hidden", "heads", "ff", "window", "compression", "facts",
             "batch", "train_minutes", "train_batch", "learning_rate",
             "eval_documents", "seed")})
+    if args.plot:  # after the results are safe
+        plot(rows, args.plot, vars(args))
     return rows
 
 

@@ -4,8 +4,10 @@ an earlier run's accuracy rows and draws the figure; a worker over the
 memory cap is killed and its candidate not tried at longer lengths; bad
 arguments are one line naming the flag."""
 
+import argparse
 import json
 
+import numpy as np
 import pytest
 
 from tests.test_benchmarks_summary import load_script
@@ -20,6 +22,8 @@ def test_tiny_run_measures_trains_merges_and_plots(tmp_path, monkeypatch,
     earlier = tmp_path / "earlier.json"
     earlier.write_text(json.dumps({
         "machine": {"device": "NVIDIA H100 80GB HBM3"},
+        "settings": {"hidden": 128, "heads": 4, "batch": 1, "facts": 4,
+                     "window": 128, "compression": 3},
         "rows": [{"kind": "accuracy", "candidate": "full", "length": 1024,
                   "steps": 2840, "train_minutes": 1.2, "final_loss": 1.41,
                   "accuracy": 0.316},
@@ -63,8 +67,7 @@ def test_tiny_run_measures_trains_merges_and_plots(tmp_path, monkeypatch,
     script = load_script("long_range", monkeypatch)
     again = tmp_path / "again.png"
     results = next((tmp_path / "results").glob("*.json"))
-    assert script.main(["--replot", str(results), "--plot",
-                        str(again)]) == rows
+    script.main(["--replot", str(results), "--plot", str(again)])
     printed = capsys.readouterr().out
     for line in lines:
         if line.startswith("| "):
@@ -83,12 +86,56 @@ def test_over_the_cap_is_killed_and_not_tried_again(tmp_path):
     assert "| 640 | tdmca | | failed at a shorter length |" in stdout
 
 
+def test_documents_weigh_the_answer_only(monkeypatch):
+    """The loss reads the answer alone, at the question's key, and the
+    weights make the mean over positions the mean over answers."""
+    from keras_attention.data import long_range
+
+    script = load_script("long_range", monkeypatch)
+    settings = argparse.Namespace(facts=3)
+    inputs, targets, weights = script.documents(5, 200, settings, [7, 0])
+    tokens, answers, _ = long_range.generate_documents(
+        5, 200, num_facts=3, num_keys=16, num_values=16, num_fillers=64,
+        seed=[7, 0])
+    np.testing.assert_array_equal(inputs, tokens[:, :-1])
+    np.testing.assert_array_equal(targets[:, -1], answers)
+    assert (inputs[:, -2] == long_range.QUESTION_ID).all()
+    assert (weights[:, :-1] == 0).all() and (weights[:, -1] == 199).all()
+    assert weights.mean() == 1.0
+
+
+def test_quick_lengths_pass_and_replot_needs_no_run(tmp_path, monkeypatch,
+                                                    capsys):
+    results = tmp_path / "earlier.json"
+    results.write_text(json.dumps({
+        "machine": {"device": "cpu"},
+        "settings": {"hidden": 16, "heads": 2, "batch": 1, "facts": 4,
+                     "window": 16, "compression": 3},
+        "rows": [{"kind": "step", "candidate": "local", "length": 256,
+                  "weights": 10, "step_s": 0.5, "first_s": 2.0,
+                  "rss_bytes": 2**29}]}))
+    script = load_script("long_range", monkeypatch)
+    script.main(["--quick", "--replot", str(results)])
+    printed = capsys.readouterr().out
+    assert "| 256 | local | 10 | 0.50 | 2.00 | 0.50 |" in printed
+    assert "accuracy" not in printed  # no rows, no table
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["--hidden", "10", "--heads", "4"],
      "--hidden must be divisible by --heads, received: --hidden 10 "
      "--heads 4"),
-    (["--lengths", "200"], "every length must be at least 320 for 4 facts, "
-                           "received: 200"),
+    (["--lengths", "80"], "every length must be at least 88 for 4 facts, "
+                          "received: 80"),
+    (["--facts", "17"], "--facts must be at most 16 (a key each), "
+                        "received: 17"),
+    (["--seed", "-1"], "--seed must be >= 0, received: -1"),
+    (["--replot", "/nonexistent/long_range.json"],
+     "--replot must be a results file of this script, received: "
+     "'/nonexistent/long_range.json' (FileNotFoundError: [Errno 2] No such "
+     "file or directory: '/nonexistent/long_range.json')"),
+    (["--plot", "/nonexistent/figure.png"],
+     "--plot's folder does not exist, received: '/nonexistent/figure.png'"),
     (["--train-minutes", "0"], "--train-minutes must be positive, "
                                "received: 0.0"),
 ])
@@ -122,7 +169,8 @@ def test_summary_renders_both_tables(monkeypatch):
              "from": "NVIDIA H100 80GB HBM3"}]}
     lines = summary.render(record)
     assert "| 16,384 | full | 688,099 | 31.50 | 40.25 | 3.00 |" in lines
-    assert ("| 16,384 | full-dense | | over the 20 GiB cap | | 21.00 |"
+    assert ("| 16,384 | full-dense | | over the 20 GiB cap | | 21.00 at the "
+            "kill |"
             in lines)
     assert ("| 1,024 | tdmca | NVIDIA H100 80GB HBM3 | 3,863 | 1.2 | 1.808 "
             "| 0.348 |") in lines
