@@ -5,6 +5,9 @@ Timing: each comparison runs its candidates round-robin (A B A B ...) after
 warm-up, in one process, so drift in the machine's load affects them alike;
 it reports the median, the quartiles and the ratio of medians.
 
+Memory: `run_capped(command, cap_bytes)` runs one measurement in a fresh
+process and kills it above a resident-memory cap.
+
 Results: `write_results(name, rows)` writes `benchmarks/results/NAME.json`
 (the machine record, the command line and the rows);
 `python benchmarks/summary.py` turns every such file into
@@ -20,7 +23,9 @@ import os
 import pathlib
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 
 RESULTS_DIR = pathlib.Path(__file__).parent / "results"
@@ -160,6 +165,41 @@ def status_kib(field, pid="self"):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     raise RuntimeError(f"no {field} in /proc/{pid}/status")
+
+
+def run_capped(command, cap_bytes, poll_seconds=0.2):
+    """Run `command` (a list) in a fresh process whose last line of
+    standard output is a JSON record; return that record, or
+    `{"failed": why, "rss_bytes": peak}` where the process went over
+    `cap_bytes` of resident memory (killed), exited non-zero or printed
+    nothing. Its output goes to files, so a process that writes a lot
+    never blocks on a full pipe."""
+    with tempfile.TemporaryFile("w+") as out, \
+            tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen(command, stdout=out, stderr=err,
+                                   text=True)
+        peak = 0
+        while process.poll() is None:
+            try:
+                rss = status_kib("VmRSS", process.pid) * 1024
+            except (FileNotFoundError, ProcessLookupError, RuntimeError):
+                rss = 0  # exiting
+            peak = max(peak, rss)
+            if rss > cap_bytes:
+                process.kill()
+                process.wait()
+                return {"failed": f"over the {cap_bytes / 2**30:g} GiB cap",
+                        "rss_bytes": peak}
+            time.sleep(poll_seconds)
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read(), err.read()
+    lines = stdout.strip().splitlines()
+    if process.returncode != 0 or not lines:
+        last = (stderr.strip().splitlines() or ["(no stderr)"])[-1]
+        return {"failed": f"exit {process.returncode}: {last[:200]}",
+                "rss_bytes": peak}
+    return json.loads(lines[-1])
 
 
 def add_results_arguments(parser, default_name):

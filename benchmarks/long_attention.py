@@ -33,7 +33,6 @@ import argparse
 import gc
 import json
 import os
-import subprocess
 import sys
 import time
 
@@ -123,29 +122,9 @@ def worker(candidate, length, repeats):
 
 def run_worker(candidate, length, repeats, cap_bytes):
     """The worker's record, or `{"failed": why}`; killed above the cap."""
-    command = [sys.executable, os.path.abspath(__file__), "--worker",
-               f"{candidate}:{length}", "--repeats", str(repeats)]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
-    peak = 0
-    while process.poll() is None:
-        try:
-            rss = harness.status_kib("VmRSS", process.pid) * 1024
-        except (FileNotFoundError, ProcessLookupError, RuntimeError):
-            rss = 0  # exiting
-        peak = max(peak, rss)
-        if rss > cap_bytes:
-            process.kill()
-            process.wait()
-            return {"failed": f"over the {cap_bytes / 2**30:g} GiB cap",
-                    "rss_bytes": peak}
-        time.sleep(0.2)
-    stdout, stderr = process.communicate()
-    if process.returncode != 0:
-        lines = stderr.strip().splitlines() or ["(no stderr)"]
-        return {"failed": f"exit {process.returncode}: {lines[-1][:200]}",
-                "rss_bytes": peak}
-    return json.loads(stdout.strip().splitlines()[-1])
+    return harness.run_capped(
+        [sys.executable, os.path.abspath(__file__), "--worker",
+         f"{candidate}:{length}", "--repeats", str(repeats)], cap_bytes)
 
 
 def compare(candidates, length, repeats):

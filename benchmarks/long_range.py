@@ -55,9 +55,7 @@ import argparse
 import gc
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 
 import harness
@@ -193,37 +191,10 @@ def train_worker(candidate, length, args):
 
 
 def run_worker(kind, candidate, length, args, cap_bytes):
-    """The worker's record, or `{"failed": why}`; killed above the cap.
-    Its output goes to files, so a worker that writes a lot never blocks
-    on a full pipe."""
-    command = [sys.executable, os.path.abspath(__file__), "--worker",
-               f"{kind}:{candidate}:{length}", *args.passed]
-    with tempfile.TemporaryFile("w+") as out, \
-            tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err,
-                                   text=True)
-        peak = 0
-        while process.poll() is None:
-            try:
-                rss = harness.status_kib("VmRSS", process.pid) * 1024
-            except (FileNotFoundError, ProcessLookupError, RuntimeError):
-                rss = 0  # exiting
-            peak = max(peak, rss)
-            if rss > cap_bytes:
-                process.kill()
-                process.wait()
-                return {"failed": f"over the {cap_bytes / 2**30:g} GiB cap",
-                        "rss_bytes": peak}
-            time.sleep(0.2)
-        out.seek(0)
-        err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    lines = stdout.strip().splitlines()
-    if process.returncode != 0 or not lines:
-        last = (stderr.strip().splitlines() or ["(no stderr)"])[-1]
-        return {"failed": f"exit {process.returncode}: {last[:200]}",
-                "rss_bytes": peak}
-    return json.loads(lines[-1])
+    """The worker's record, or `{"failed": why}`; killed above the cap."""
+    return harness.run_capped(
+        [sys.executable, os.path.abspath(__file__), "--worker",
+         f"{kind}:{candidate}:{length}", *args.passed], cap_bytes)
 
 
 def sweep(kind, lengths, args, cap):
