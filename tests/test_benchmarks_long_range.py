@@ -140,10 +140,14 @@ def test_quick_lengths_pass_and_replot_needs_no_run(tmp_path, monkeypatch,
                                "received: 0.0"),
 ])
 def test_bad_arguments_are_one_line(arguments, message, monkeypatch,
-                                    capsys):
+                                    capsys, tmp_path):
     script = load_script("long_range", monkeypatch)
+    # Should a check ever let the arguments through, this is the run it
+    # would start: one small step sweep, nothing written to the project.
+    harmless = ["--lengths", "88", "--accuracy-lengths", "--candidates",
+                "local", "--results-dir", str(tmp_path)]
     with pytest.raises(SystemExit) as raised:
-        script.main(arguments)
+        script.main(harmless + arguments)
     assert raised.value.code == 2
     error = capsys.readouterr().err.strip().splitlines()[-1]
     assert error.endswith(message), error
