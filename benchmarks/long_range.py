@@ -113,13 +113,16 @@ def documents(count, length, args, seed):
     return tokens[:, :-1], tokens[:, 1:], weights
 
 
-def compiled(candidate, args, steps_to_warm=200):
+WARMUP_STEPS = 200
+
+
+def compiled(candidate, args):
     import keras
 
     model = model_for(candidate, args)
     schedule = keras.optimizers.schedules.CosineDecay(
         0.0, decay_steps=10**9, alpha=1.0, warmup_target=args.learning_rate,
-        warmup_steps=steps_to_warm)
+        warmup_steps=WARMUP_STEPS)
     model.compile(
         optimizer=keras.optimizers.Adam(schedule, global_clipnorm=1.0),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -153,6 +156,8 @@ def step_worker(candidate, length, args):
 
 
 def accuracy(model, inputs, answers, batch):
+    """The share of documents whose argmax at the last input position
+    (the question's key) is the answer."""
     import numpy as np
 
     right = 0

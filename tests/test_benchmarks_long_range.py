@@ -104,6 +104,30 @@ def test_documents_weigh_the_answer_only(monkeypatch):
     assert weights.mean() == 1.0
 
 
+def test_accuracy_reads_the_last_position_only(monkeypatch):
+    """A stand-in model that puts the answer's logit at one position: the
+    accuracy counts it at the last position, and nowhere else."""
+    script = load_script("long_range", monkeypatch)
+    answers = np.array([3, 5, 7, 9, 11])
+    inputs = np.zeros((5, 6), "int32")
+
+    class Answering:
+        def __init__(self, position):
+            self.position = position
+
+        def predict_on_batch(self, batch):
+            logits = np.zeros((len(batch), 6, 16), "float32")
+            rows = np.arange(len(batch))
+            start = int(batch[0, 0])  # the rows' index, written below
+            logits[rows, self.position, answers[start:start + len(batch)]] = 1
+            return logits
+
+    for row in range(5):
+        inputs[row, 0] = row
+    assert script.accuracy(Answering(-1), inputs, answers, batch=2) == 1.0
+    assert script.accuracy(Answering(-2), inputs, answers, batch=2) == 0.0
+
+
 def test_quick_lengths_pass_and_replot_needs_no_run(tmp_path, monkeypatch,
                                                     capsys):
     results = tmp_path / "earlier.json"
