@@ -270,7 +270,10 @@ def _generic(record):
     return lines
 
 
-def render(record):
+def render(record, name=None):
+    """`record`'s section; `name` is its file's stem (default: the
+    benchmark's name), which differs when a run was kept beside a newer
+    one."""
     machine = record["machine"]
     where = (f"{machine['backend']} on {machine['device']}; CPU "
              f"{machine['cpu']} ({machine['cores']} cores; "
@@ -279,7 +282,8 @@ def render(record):
              + "".join(f", {name} {machine[name]}"
                        for name in ("tensorflow", "jax", "keras_hub")
                        if name in machine))
-    lines = [f"## {record['benchmark']} (`results/{record['benchmark']}.json`)",
+    name = name or record["benchmark"]
+    lines = [f"## {record['benchmark']} (`results/{name}.json`)",
              "",
              f"`{record['command']}`, {record['when']}.", "", where, ""]
     first = record["rows"][0] if record["rows"] else {}
@@ -305,7 +309,7 @@ def render(record):
 
 
 def main():
-    records = [json.loads(path.read_text())
+    records = [(path.stem, json.loads(path.read_text()))
                for path in sorted(RESULTS.glob("*.json"))
                if not path.stem.endswith("_quick")]
     lines = [
@@ -321,8 +325,8 @@ def main():
         "a server under load) say how.",
         "",
     ]
-    for record in records:
-        lines += render(record)
+    for name, record in records:
+        lines += render(record, name)
     OUTPUT.write_text("\n".join(lines))
     print(f"wrote {OUTPUT} ({len(records)} benchmarks)")
 

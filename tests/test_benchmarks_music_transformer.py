@@ -34,13 +34,14 @@ def test_tiny_run_scores_every_variant_and_writes_samples(tmp_path):
     output = tmp_path / "samples"
     stdout, record = run_benchmark(
         "music_transformer_jsb.py", tmp_path / "results", "--data",
-        str(tmp_path / "chorales.json.gz"), "--variants", "absolute,relative",
+        str(tmp_path / "chorales.json.gz"), "--variants",
+        "absolute,relative_voices",
         "--minutes", "0.01", "--layers", "1", "--hidden", "16", "--heads",
         "2", "--ff", "32", "--bucket", "32", "--batch", "4", "--primer", "2",
         "--sample-steps", "3", "--warmup", "5", "--output-dir", str(output),
         timeout=600)
     rows = record["rows"]
-    assert [row["variant"] for row in rows] == ["absolute", "relative"]
+    assert [row["variant"] for row in rows] == ["absolute", "relative_voices"]
     for row in rows:
         assert row["epochs"] >= 1 and row["steps"] >= 1
         # Near-uniform after a few steps: about log(49) nats per token.

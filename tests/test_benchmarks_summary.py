@@ -100,6 +100,10 @@ def test_render_timing_pair(monkeypatch):
     assert lines[0] == ("## attention_signature_rnn "
                         "(`results/attention_signature_rnn.json`)")
     assert "Median (IQR) of 7 interleaved runs." in lines
+    # A run kept beside a newer one is named by its own file.
+    kept = _summary(monkeypatch).render(record, "attention_signature_old")
+    assert kept[0] == ("## attention_signature_rnn "
+                       "(`results/attention_signature_old.json`)")
     assert lines[-2] == (
         "| RNNTranslator, 64 sentences, 67 positions (reuse vs second pass) "
         "| 87.40 (62.00–95.00) | 142.80 (124.00–161.00) | 1.63× |")

@@ -209,13 +209,30 @@ def test_universal_transformer_babi_runs(tmp_path, capsys):
     accuracy, ponder = module.main([
         "--train-size", "80", "--test-size", "20", "--epochs", "2",
         "--steps", "2", "--hidden", "16", "--heads", "2", "--memory-size",
-        "10", "--plot", str(path)])
+        "10", "--newest-first", "--plot", str(path)])
     assert 0.0 <= accuracy <= 1.0
     assert ponder.shape == (20, 11)
     assert np.all(ponder >= 1.0) and np.all(ponder <= 3.0)  # N + R <= 2 + 1
     assert path.stat().st_size > 0
     out = capsys.readouterr().out
     assert "test answer accuracy" in out and "mean ponder time" in out
+
+
+def test_universal_transformer_babi_last_place_rule():
+    from keras_attention.text import babi
+
+    module = load("universal_transformer_babi")
+    samples = babi.parse_babi(
+        "1 Mary went to the office.\n"
+        "2 Mary picked up the milk there.\n"
+        "3 Where is the milk?\toffice\t2 1\n"
+        "4 John went to the garden.\n"
+        "5 Where is the milk?\toffice\t2 1\n")
+    # Right on the first question, wrong on the second (garden).
+    assert module.last_place_rule(samples, 50) == 0.5
+    # With one sentence kept, the first story names no place.
+    assert module.last_place_rule(samples[:1], 1) == 0.0
+    assert module.last_place_rule(samples[:1], 2) == 1.0
 
 
 def test_sagan_digits_runs(tmp_path, capsys):

@@ -35,10 +35,11 @@ class TransformerLanguageModel(keras.Model):
 
     Token embeddings (scaled by √D), plus sinusoidal positions
     (`positions="sinusoidal"`; `"none"` leaves position to relative
-    attention), then `num_layers` `TransformerDecoder` blocks without
-    cross-attention, each with the causal self-attention its entry of
-    `attention` names (see `ATTENTIONS`): one name for every block, or one
-    per block, e.g. Liu et al.'s T-DMCA stack `["local", "compressed",
+    attention), plus, with `voices`, a learned label of the voice each
+    position belongs to (the Music Transformer's instrument labels), then
+    `num_layers` `TransformerDecoder` blocks without cross-attention, each
+    with the causal self-attention its entry of `attention` names (see
+    `ATTENTIONS`): one name for every block, or one per block, e.g. Liu et al.'s T-DMCA stack `["local", "compressed",
     "local", "compressed", "local"]`. Then a final layer normalization
     (the blocks normalize first) and the logits over the vocabulary.
 
@@ -65,6 +66,13 @@ class TransformerLanguageModel(keras.Model):
         compression: int >= 1, memory-compressed attention's kernel and
             stride.
         padding_id: int, the token that pads a sequence.
+        voices: None, or an int >= 1: the sequence interleaves `voices`
+            parts after a start token (a chorale's S, A, T, B of each
+            step), so position `p >= 1` belongs to voice `(p - 1) mod
+            voices` and position 0 has a label of its own; a learned
+            embedding of that label is added to each token (Huang et
+            al.'s "instrument labels"). Positions are `position_ids` when
+            given, else `0 .. T - 1` (the cache's slots when decoding).
         attention_impl: `"auto"`, `"dense"` or `"blockwise"`: how full and
             relative attention compute their core (see
             `MultiHeadAttention`; `"auto"` goes block-wise, in memory
@@ -114,7 +122,7 @@ class TransformerLanguageModel(keras.Model):
                  attention="full", positions="sinusoidal",
                  max_relative_position=32, relative_values=False, window=32,
                  compression=3, padding_id=0, attention_impl="auto",
-                 **kwargs):
+                 voices=None, **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size",
                                                         vocabulary_size)
@@ -148,6 +156,9 @@ class TransformerLanguageModel(keras.Model):
         self.padding_id = padding_id
         self.attention_impl = _validation.choice(
             "attention_impl", attention_impl, ("auto", "dense", "blockwise"))
+        if voices is not None:
+            voices = _validation.positive_int("voices", voices)
+        self.voices = voices
 
         policy = self.dtype_policy
         self.token_embedding = keras.layers.Embedding(
@@ -155,6 +166,11 @@ class TransformerLanguageModel(keras.Model):
             name="token_embedding")
         self.position_embedding = SinusoidalPositionEmbedding(
             dtype=policy, name="position_embedding")
+        self.voice_embedding = None
+        if self.voices is not None:  # labels 0 .. voices - 1, the start's
+            self.voice_embedding = keras.layers.Embedding(
+                self.voices + 1, self.hidden_dim, dtype=policy,
+                name="voice_embedding")
         self.embedding_dropout = keras.layers.Dropout(
             self.dropout, dtype=policy, name="embedding_dropout")
         self.blocks = [
@@ -206,6 +222,8 @@ class TransformerLanguageModel(keras.Model):
         """Create every weight; they do not depend on the length."""
         shape = (None, None, self.hidden_dim)  # (B, T, D)
         self.token_embedding.build((None, None))
+        if self.voice_embedding is not None:
+            self.voice_embedding.build((None, None))
         for block in self.blocks:
             block.build(shape)
         self.final_norm.build(shape)
@@ -232,7 +250,21 @@ class TransformerLanguageModel(keras.Model):
                     ops.reshape(position_ids, (-1,)), self.hidden_dim,
                     dtype=self.compute_dtype)  # (B * t, D)
                 x = x + ops.reshape(table, (batch, length, self.hidden_dim))
+        if self.voice_embedding is not None:
+            x = x + self.voice_embedding(
+                self._voice_labels(token_ids, start, position_ids))
         return self.embedding_dropout(x, training=training)
+
+    def _voice_labels(self, token_ids, start, position_ids):
+        """`(B, t)` voice labels: `(p - 1) mod voices` at position `p >=
+        1`, `voices` at position 0 (the start token)."""
+        if position_ids is None:
+            length = ops.shape(token_ids)[1]
+            position_ids = ops.zeros_like(token_ids) + (
+                ops.arange(length, dtype="int32")[None] + start)  # (B, t)
+        position_ids = ops.cast(position_ids, "int32")
+        return ops.where(ops.equal(position_ids, 0), self.voices,
+                         ops.mod(position_ids - 1, self.voices))
 
     def _check_position_ids(self, position_ids, token_ids):
         if position_ids is None:
@@ -429,5 +461,6 @@ class TransformerLanguageModel(keras.Model):
             "compression": self.compression,
             "padding_id": self.padding_id,
             "attention_impl": self.attention_impl,
+            "voices": self.voices,
         })
         return config

@@ -13,6 +13,32 @@ from keras_attention import _validation
 from keras_attention.layers import UniversalTransformerEncoder
 
 
+def newest_first(story):
+    """A story's sentences newest first, the empty slots still last.
+
+    `(B, M, J)` word ids, the sentences in slots `0..n-1` oldest first (as
+    `keras_attention.text.babi.vectorize_babi` writes them) -> the same
+    sentences with the most recent in slot 0, the other slots 0.
+    """
+    filled = ops.any(ops.not_equal(story, 0), axis=-1)  # (B, M)
+    return _reverse_filled(story, filled, ops.zeros_like(story))
+
+
+def _reverse_filled(values, filled, empty):
+    """`values` `(B, M, ...)` with slots `0..n-1` in reverse order (`n`
+    the row's count of `filled` `(B, M)`), the other slots from `empty`
+    (same shape as `values`)."""
+    count = ops.sum(ops.cast(filled, "int32"), axis=1, keepdims=True)
+    slots = ops.arange(ops.shape(values)[1], dtype="int32")[None]  # (1, M)
+    source = count - 1 - slots  # (B, M): slot k reads slot n-1-k
+    index = ops.maximum(source, 0)
+    kept = ops.greater_equal(source, 0)
+    while len(index.shape) < len(values.shape):
+        index, kept = index[..., None], kept[..., None]
+    gathered = ops.take_along_axis(values, index, axis=1)
+    return ops.where(kept, gathered, empty)
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class UniversalTransformerReader(keras.Model):
     """Question answering over a story with a Universal Transformer.
@@ -20,12 +46,18 @@ class UniversalTransformerReader(keras.Model):
     Each sentence (and the question) is one vector: its words' embeddings
     weighted by a learned multiplicative position mask (initialised to
     MemN2N's position encoding, as in the paper's bAbI set-up) and summed.
-    The question, then the story's sentences oldest first, form one
-    sequence, which a `UniversalTransformerEncoder` (one block, `max_steps`
-    recurrent steps, ACT if `act`) reads; the answer is a softmax over the
-    vocabulary from the question's final state. Empty story slots are
-    padding (after the sentences, so how many there are changes
-    nothing).
+    The question, then the story's sentences oldest first (newest first
+    with `newest_first=True`), form one sequence, which a
+    `UniversalTransformerEncoder` (one block, `max_steps` recurrent steps,
+    ACT if `act`) reads; the answer is a softmax over the vocabulary from
+    the question's final state. Empty story slots are padding (after the
+    sentences, so how many there are changes nothing).
+
+    Newest first, a sentence's position is its age counted back from the
+    question, as MemN2N's temporal encoding counts it, so "the latest
+    sentence about the object" is the nearest one in every story; oldest
+    first (the paper's order), the same sentence sits at a position that
+    depends on the story's length.
 
     Args:
         vocabulary_size: V (word id 0 is padding).
@@ -33,12 +65,14 @@ class UniversalTransformerReader(keras.Model):
         hidden_dim, num_heads, intermediate_dim: the block's sizes.
         max_steps, act, act_threshold, ponder_weight, dropout: the
             encoder's (`UniversalTransformerEncoder`).
+        newest_first: bool; the sentences' order in the sequence.
 
     Call arguments:
         inputs: dict `{"story": (B, M, J) int, "question": (B, J) int}`,
             as `keras_attention.text.babi.vectorize_babi` gives them.
         return_ponder: bool; also return the ponder time of the question
-            and of each sentence `(B, 1 + M)`.
+            and of each sentence `(B, 1 + M)`, the sentences in the
+            inputs' slot order whatever `newest_first` is.
         training: bool.
 
     Returns:
@@ -66,7 +100,7 @@ class UniversalTransformerReader(keras.Model):
     def __init__(self, vocabulary_size, sentence_size, hidden_dim=64,
                  num_heads=4, intermediate_dim=128, max_steps=4, act=False,
                  act_threshold=0.99, ponder_weight=0.01, dropout=0.0,
-                 **kwargs):
+                 newest_first=False, **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size",
                                                         vocabulary_size)
@@ -80,6 +114,11 @@ class UniversalTransformerReader(keras.Model):
                 f"hidden_dim={hidden_dim}, num_heads={num_heads}")
         self.intermediate_dim = _validation.positive_int("intermediate_dim",
                                                          intermediate_dim)
+        if not isinstance(newest_first, (bool, np.bool_)):
+            raise ValueError(
+                "`newest_first` must be a bool, received: "
+                f"newest_first={newest_first!r}")
+        self.newest_first = bool(newest_first)
         policy = self.dtype_policy
         self.word_embedding = keras.layers.Embedding(
             self.vocabulary_size, self.hidden_dim, dtype=policy,
@@ -129,6 +168,8 @@ class UniversalTransformerReader(keras.Model):
     def call(self, inputs, return_ponder=False, training=None):
         story = ops.cast(inputs["story"], "int32")  # (B, M, J)
         question = ops.cast(inputs["question"], "int32")  # (B, J)
+        if self.newest_first:
+            story = newest_first(story)  # the padding is still last
         sentences = self._sentences(story)  # (B, M, D)
         asked = self._sentences(question)[:, None]  # (B, 1, D)
         sequence = ops.concatenate([asked, sentences], axis=1)  # (B, 1+M, D)
@@ -138,6 +179,9 @@ class UniversalTransformerReader(keras.Model):
         states, ponder = self.encoder(sequence, padding_mask=mask,
                                       return_ponder=True, training=training)
         logits = self.answer(states[:, 0])  # (B, V), the question's state
+        if return_ponder and self.newest_first:  # back to the inputs' slots
+            ponder = ops.concatenate([ponder[:, :1], _reverse_filled(
+                ponder[:, 1:], slot_mask, ponder[:, 1:])], axis=1)
         if return_ponder:
             return logits, ponder
         return logits
@@ -155,5 +199,6 @@ class UniversalTransformerReader(keras.Model):
             "act_threshold": self.act_threshold,
             "ponder_weight": self.ponder_weight,
             "dropout": self.dropout,
+            "newest_first": self.newest_first,
         })
         return config

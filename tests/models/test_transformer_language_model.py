@@ -32,6 +32,52 @@ def _tokens(batch=2, length=10):
     return RNG.integers(1, VOCABULARY, (batch, length)).astype("int32")
 
 
+def test_voice_labels_are_periodic_after_the_start_token():
+    model = _model("relative", "none", voices=4)
+    tokens = _tokens(length=10)
+    model(tokens)
+    labels = as_numpy(model._voice_labels(tokens, 0, None))
+    np.testing.assert_array_equal(labels[0], [4, 0, 1, 2, 3, 0, 1, 2, 3, 0])
+    # From cache slot 6 on, and from explicit positions.
+    np.testing.assert_array_equal(
+        as_numpy(model._voice_labels(tokens[:, :3], 6, None))[1], [1, 2, 3])
+    positions = np.array([[0, 1, 2, 0, 1, 5]] * 2)
+    np.testing.assert_array_equal(
+        as_numpy(model._voice_labels(tokens[:, :6], 0, positions))[0],
+        [4, 0, 1, 4, 0, 0])
+    # The label's embedding is added to the token's: with the table
+    # zeroed, the model is the one without voices (same other weights).
+    plain = _model("relative", "none")
+    plain(tokens)
+    table = model.voice_embedding.embeddings
+    table.assign(np.zeros(table.shape, "float32"))
+    plain.set_weights([w for w in model.get_weights()
+                       if w.shape != tuple(table.shape)])
+    assert_allclose(plain(tokens), model(tokens), atol=1e-5)
+    table.assign(RNG.normal(size=table.shape).astype("float32"))
+    assert not np.allclose(as_numpy(plain(tokens)), as_numpy(model(tokens)),
+                           atol=1e-4)
+
+
+@pytest.mark.parametrize("attention, positions", [("relative", "none"),
+                                                  ("full", "sinusoidal")])
+def test_voice_labels_cached_steps_equal_the_full_pass(attention, positions):
+    model = _model(attention, positions, voices=3)
+    tokens = _tokens(length=8)
+    full = model(tokens)
+    cache = model.initial_cache(2, 8)
+    first, cache = model.step(tokens[:, :2], 0, cache)
+    steps = [as_numpy(first)]
+    for index in range(2, 8):
+        logits, cache = model.step(tokens[:, index:index + 1], index, cache)
+        steps.append(as_numpy(logits))
+    assert_allclose(np.concatenate(steps, 1), full, atol=1e-4)
+    prompt = tokens[:, :2]
+    np.testing.assert_array_equal(
+        model.generate(prompt, 6, seed=3),
+        model.generate(prompt, 6, seed=3, use_cache=False))
+
+
 ATTENTIONS = [("full", "sinusoidal"), ("relative", "none"),
               ("local", "sinusoidal"), ("compressed", "sinusoidal"),
               (T_DMCA, "sinusoidal"), (["relative", "compressed"], "none")]
@@ -125,7 +171,7 @@ def test_padding_positions_are_masked_keys():
 
 
 def test_fits_and_saves(tmp_path):
-    model = _model(["relative", "compressed"], "none", dropout=0.1)
+    model = _model(["relative", "compressed"], "none", dropout=0.1, voices=4)
     windows = _tokens(batch=8, length=9)
     model.compile(optimizer=keras.optimizers.Adam(1e-2),
                   loss=keras.losses.SparseCategoricalCrossentropy(
@@ -151,7 +197,8 @@ def test_fits_and_saves(tmp_path):
      ({"hidden_dim": 9}, "hidden_dim=9, num_heads=2"),
      ({"padding_id": 13}, "padding_id=13"),
      ({"vocabulary_size": 1}, "vocabulary_size=1"),
-     ({"compression": 0}, "compression=0")])
+     ({"compression": 0}, "compression=0"),
+     ({"voices": 0}, "voices=0")])
 def test_argument_errors_name_the_argument(kwargs, message):
     options = dict(vocabulary_size=VOCABULARY, num_layers=2, num_heads=2,
                    hidden_dim=8)

@@ -1,5 +1,6 @@
 """UniversalTransformerReader: sentence vectors by hand, empty slots change
-nothing, the answer reads the question's state, training, saving."""
+nothing, newest-first order, the answer reads the question's state,
+training, saving."""
 
 import os
 
@@ -9,6 +10,7 @@ import pytest
 
 from keras_attention.models import UniversalTransformerReader
 from keras_attention.models.memory_network import position_encoding
+from keras_attention.models.universal_transformer_reader import newest_first
 from keras_attention.text import babi
 from tests.backend import as_numpy
 from tests.backend import assert_allclose
@@ -65,6 +67,41 @@ def test_empty_story_slots_change_nothing(act):
                            atol=1e-5)
 
 
+def test_newest_first_reverses_the_sentences_and_keeps_padding_last():
+    story = np.zeros((2, 5, 3), "int32")
+    story[0, :3, 0] = [1, 2, 3]
+    story[1, :2, :2] = [[4, 5], [6, 7]]
+    expected = np.zeros_like(story)
+    expected[0, :3, 0] = [3, 2, 1]
+    expected[1, :2, :2] = [[6, 7], [4, 5]]
+    np.testing.assert_array_equal(as_numpy(newest_first(story)), expected)
+    full = RNG.integers(1, VOCABULARY, (1, 4, 3)).astype("int32")
+    np.testing.assert_array_equal(as_numpy(newest_first(full)),
+                                  full[:, ::-1])
+
+
+@pytest.mark.parametrize("act", [False, True])
+def test_newest_first_reads_the_story_reversed(act):
+    reader = _reader(act=act, newest_first=True)
+    inputs = _story(slots=5, filled=3)
+    logits, ponder = reader(inputs, return_ponder=True)
+    oldest = _reader(act=act)
+    oldest(inputs)
+    oldest.set_weights(reader.get_weights())
+    reversed_inputs = {"story": inputs["story"].copy(),
+                       "question": inputs["question"]}
+    reversed_inputs["story"][:, :3] = inputs["story"][:, 2::-1]
+    old_logits, old_ponder = oldest(reversed_inputs, return_ponder=True)
+    assert_allclose(old_logits, logits, atol=1e-5)
+    # The ponder times come back in the inputs' slot order.
+    old_ponder = as_numpy(old_ponder)
+    assert_allclose(ponder[:, 1:4], old_ponder[:, 3:0:-1], atol=1e-5)
+    assert_allclose(ponder[:, 0], old_ponder[:, 0], atol=1e-5)
+    # The order matters: the same story oldest first answers otherwise.
+    assert not np.allclose(as_numpy(oldest(inputs)), as_numpy(logits),
+                           atol=1e-5)
+
+
 def test_learns_babi_task_1_and_saves(tmp_path):
     samples = babi.parse_babi(babi.generate_babi(1, 60, seed=0))
     vocabulary = babi.BabiVocabulary.from_samples(samples)
@@ -91,6 +128,8 @@ def test_errors_name_the_argument():
         _reader(hidden_dim=15)
     with pytest.raises(ValueError, match="sentence_size=0"):
         _reader(sentence_size=0)
+    with pytest.raises(ValueError, match="newest_first='yes'"):
+        _reader(newest_first="yes")
     reader = _reader()
     with pytest.raises(ValueError, match=r"sentence_size=4.*\(2, 5, 6\)"):
         reader({"story": np.ones((2, 5, 6), "int32"),
