@@ -39,8 +39,9 @@ class TransformerLanguageModel(keras.Model):
     position belongs to (the Music Transformer's instrument labels), then
     `num_layers` `TransformerDecoder` blocks without cross-attention, each
     with the causal self-attention its entry of `attention` names (see
-    `ATTENTIONS`): one name for every block, or one per block, e.g. Liu et al.'s T-DMCA stack `["local", "compressed",
-    "local", "compressed", "local"]`. Then a final layer normalization
+    `ATTENTIONS`): one name for every block, or one per block, e.g. Liu
+    et al.'s T-DMCA stack `["local", "compressed", "local", "compressed",
+    "local"]`. Then a final layer normalization
     (the blocks normalize first) and the logits over the vocabulary.
 
     The model reads the inputs, already shifted: `token_ids[:, 0]` is a
