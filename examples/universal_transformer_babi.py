@@ -20,8 +20,12 @@ and prints the test accuracy beside the package's memory network
 with its defaults). With `--plot`, it draws the ponder time of each
 sentence of a test story, as the paper's Figure 2 does.
 
+It also prints how often "the last place the story names" answers the
+same questions, the rule a reader falls back on when it has not learnt to
+follow the object (docs/models/universal-transformer.md).
+
 Run: `python examples/universal_transformer_babi.py [--task 2]
-[--no-act] [--plot ponder.png]`.
+[--no-act] [--newest-first] [--plot ponder.png]`.
 """
 
 import argparse
@@ -69,8 +73,10 @@ def train(args, vocabulary, inputs, answers, seed):
         num_heads=args.heads, intermediate_dim=2 * args.hidden,
         max_steps=args.steps, act=not args.no_act, dropout=args.dropout,
         newest_first=args.newest_first)
+    # The steps of one epoch over the 90% not held out.
+    per_epoch = -(-len(answers) * 9 // 10 // args.batch_size)
     schedule = keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=args.epochs * 32, alpha=0.1,
+        0.0, decay_steps=args.epochs * per_epoch, alpha=0.1,
         warmup_target=args.learning_rate, warmup_steps=100)
     reader.compile(optimizer=keras.optimizers.Adam(schedule,
                                                    global_clipnorm=5.0),

@@ -32,6 +32,19 @@ def _tokens(batch=2, length=10):
     return RNG.integers(1, VOCABULARY, (batch, length)).astype("int32")
 
 
+def _assert_cached_steps_equal_the_full_pass(model, tokens, prompt):
+    """`prompt` positions at once, then one at a time, == one full pass."""
+    full = model(tokens)
+    length = tokens.shape[1]
+    cache = model.initial_cache(len(tokens), length)
+    first, cache = model.step(tokens[:, :prompt], 0, cache)
+    steps = [as_numpy(first)]
+    for index in range(prompt, length):
+        logits, cache = model.step(tokens[:, index:index + 1], index, cache)
+        steps.append(as_numpy(logits))
+    assert_allclose(np.concatenate(steps, 1), full, atol=1e-4)
+
+
 def test_voice_labels_are_periodic_after_the_start_token():
     model = _model("relative", "none", voices=4)
     tokens = _tokens(length=10)
@@ -64,14 +77,7 @@ def test_voice_labels_are_periodic_after_the_start_token():
 def test_voice_labels_cached_steps_equal_the_full_pass(attention, positions):
     model = _model(attention, positions, voices=3)
     tokens = _tokens(length=8)
-    full = model(tokens)
-    cache = model.initial_cache(2, 8)
-    first, cache = model.step(tokens[:, :2], 0, cache)
-    steps = [as_numpy(first)]
-    for index in range(2, 8):
-        logits, cache = model.step(tokens[:, index:index + 1], index, cache)
-        steps.append(as_numpy(logits))
-    assert_allclose(np.concatenate(steps, 1), full, atol=1e-4)
+    _assert_cached_steps_equal_the_full_pass(model, tokens, prompt=2)
     prompt = tokens[:, :2]
     np.testing.assert_array_equal(
         model.generate(prompt, 6, seed=3),
@@ -104,16 +110,8 @@ def test_logits_are_causal(attention, positions):
                               if "local" not in a[0]])
 def test_cached_steps_equal_the_full_pass(attention, positions):
     model = _model(attention, positions)
-    tokens = _tokens(length=9)
-    full = model(tokens)
-    cache = model.initial_cache(2, 9)
-    # Three positions at once (a prompt), then one at a time.
-    first, cache = model.step(tokens[:, :3], 0, cache)
-    steps = [as_numpy(first)]
-    for index in range(3, 9):
-        logits, cache = model.step(tokens[:, index:index + 1], index, cache)
-        steps.append(as_numpy(logits))
-    assert_allclose(np.concatenate(steps, 1), full, atol=1e-4)
+    _assert_cached_steps_equal_the_full_pass(model, _tokens(length=9),
+                                             prompt=3)
 
 
 @pytest.mark.parametrize("attention, positions",
