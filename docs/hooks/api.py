@@ -261,7 +261,7 @@ def benchmark_markdown():
     for path in sorted(summary.RESULTS.glob("*.json")):
         if path.stem.endswith("_quick"):
             continue
-        lines += summary.render(json.loads(path.read_text()))
+        lines += summary.render(json.loads(path.read_text()), path.stem)
     # One level down: the page's own sections are `##`.
     return "\n".join("#" + line if line.startswith("## ") else line
                      for line in lines)
