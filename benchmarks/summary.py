@@ -270,10 +270,10 @@ def _generic(record):
     return lines
 
 
-def render(record, name=None):
-    """`record`'s section; `name` is its file's stem (default: the
-    benchmark's name), which differs when a run was kept beside a newer
-    one."""
+def render(record, stem=None):
+    """`record`'s section; `stem` is its file's name without `.json`
+    (default: the benchmark's name), which differs when a run was kept
+    beside a newer one."""
     machine = record["machine"]
     where = (f"{machine['backend']} on {machine['device']}; CPU "
              f"{machine['cpu']} ({machine['cores']} cores; "
@@ -282,8 +282,8 @@ def render(record, name=None):
              + "".join(f", {name} {machine[name]}"
                        for name in ("tensorflow", "jax", "keras_hub")
                        if name in machine))
-    name = name or record["benchmark"]
-    lines = [f"## {record['benchmark']} (`results/{name}.json`)",
+    stem = stem or record["benchmark"]
+    lines = [f"## {record['benchmark']} (`results/{stem}.json`)",
              "",
              f"`{record['command']}`, {record['when']}.", "", where, ""]
     first = record["rows"][0] if record["rows"] else {}
@@ -325,8 +325,8 @@ def main():
         "a server under load) say how.",
         "",
     ]
-    for name, record in records:
-        lines += render(record, name)
+    for stem, record in records:
+        lines += render(record, stem)
     OUTPUT.write_text("\n".join(lines))
     print(f"wrote {OUTPUT} ({len(records)} benchmarks)")
 
