@@ -12,6 +12,8 @@ check, and the benchmark tables rendered from `benchmarks/results/*.json`.
   `mkdocs build --strict` turns into a failure (`missing_docstrings`).
 - `on_page_markdown` replaces `<!-- benchmark-results -->` with
   `benchmarks/summary.py`'s rendering of every results file,
+  `<!-- reproductions -->` with `benchmarks/reproductions.py`'s table of
+  the paper figures those files carry (a malformed claim fails the build),
   `<!-- cli-help -->` with every command's `--help`, and
   `<!-- include PATH -->` with a file of the repository (less its title).
 
@@ -33,6 +35,7 @@ from mkdocs.structure.files import File
 LOG = logging.getLogger("mkdocs.hooks.api")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCHMARK_MARKER = "<!-- benchmark-results -->"
+REPRODUCTIONS_MARKER = "<!-- reproductions -->"
 CLI_MARKER = "<!-- cli-help -->"
 # `<!-- include serving/README.md -->`: that file of the repository, less its
 # title, so a guide and the README beside the files it explains cannot
@@ -267,6 +270,17 @@ def benchmark_markdown():
                      for line in lines)
 
 
+def reproductions_markdown():
+    """`benchmarks/reproductions.py`'s table of every paper figure the
+    results files carry; a malformed claim raises ValueError, which fails
+    the build."""
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_reproductions", ROOT / "benchmarks" / "reproductions.py")
+    reproductions = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reproductions)
+    return reproductions.render(reproductions.RESULTS)
+
+
 def _help(parser, arguments):
     """What `parser.parse_args(arguments)` prints for `--help`."""
     import contextlib
@@ -311,6 +325,9 @@ def on_page_markdown(markdown, page, config, files):
     markdown = INCLUDE.sub(_included, markdown)
     if BENCHMARK_MARKER in markdown:
         markdown = markdown.replace(BENCHMARK_MARKER, benchmark_markdown())
+    if REPRODUCTIONS_MARKER in markdown:
+        markdown = markdown.replace(REPRODUCTIONS_MARKER,
+                                    reproductions_markdown())
     if CLI_MARKER in markdown:
         markdown = markdown.replace(CLI_MARKER, cli_markdown())
     return markdown

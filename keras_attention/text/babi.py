@@ -1,5 +1,6 @@
-"""bAbI: the question-answering format of Weston et al. (2015), read,
-vectorized for `keras_attention.models.MemoryNetwork`, and generated.
+"""bAbI: the question-answering tasks of Weston et al. (2015), read from
+the v1.2 release, vectorized for `keras_attention.models.MemoryNetwork`,
+split for validation, and generated.
 
 The format: one sentence a line, `ID text`, the ID counting from 1 within a
 story and restarting at 1 for the next one. A question line holds
@@ -11,35 +12,75 @@ the story lines that answer it:
     3 Where is Mary? \tbathroom\t1
 
 Each question is one sample: the story's sentences before it, the
-question, the answer and the supporting IDs (`BabiSample`). `read_babi`
-reads a file (plain or gzip), `parse_babi` text. `BabiVocabulary` and
-`vectorize_babi` turn samples into the arrays the model takes.
-`generate_babi` and `write_babi` produce tasks 1 (single supporting fact)
-and 2 (two supporting facts) from a seeded simulation of the bAbI world,
-so the answers are right by construction and nothing is downloaded.
+question, the answer, the supporting IDs and the story's index in its file
+(`BabiSample`). `read_babi` reads a file (plain or gzip), `parse_babi` text.
+
+The release (tasks_1-20_v1-2) holds `en/` (1k: 1,000 training and 1,000
+test questions a task) and `en-10k/` (10k: 10,000 training questions, the
+same test files), files `qa{task}_{TASK_NAMES[task]}_{split}.txt`, plain or
+gzipped. `task_file` finds one under a root given by argument or by the
+`KERAS_ATTENTION_BABI_DIR` environment variable; `load_task` and
+`load_tasks` read a task's training set, carve a validation set off it and
+read its test set (`BabiTask`). A public copy of the release may lack
+`en-10k/qa3_three-supporting-facts_train.txt`; the tarball has it. Every
+file of both sizes parses.
+
+Answers: most are a word of the stories ("bathroom", "yes", "two"), some
+capitalised ("Bill", task 5), some several words joined by commas
+("football,apple" in task 8, "n,s" in task 19). `answer_token` lower-cases
+an answer and keeps it one token, so each multi-word answer is one class
+(in the order written: "apple,football" is another) and "Bill" is the
+word "bill" of the stories, the id that a memory network whose output
+layer is tied to its word embedding must predict. `BabiVocabulary` and
+`vectorize_babi` turn samples into the arrays the model takes, the answers
+through `answer_token`.
+
+Validation: the papers hold out 10% of the training questions
+(Sukhbaatar et al. 2015). `split_validation` holds out whole stories, so
+the questions of one story, which share its sentences, are all on one
+side.
+
+Generation: `generate_babi` and `write_babi` produce tasks 1 and 2 from a
+seeded simulation of the bAbI world, so the answers are right by
+construction and nothing is downloaded.
+
+Modules: `TASK_NAMES`, `SIZES`, `task_file` and `split_validation` live in
+`babi_tasks`, the generator in `babi_generator`; all are importable from
+here.
 """
 
-import pathlib
-import random
+import numbers
 import re
 from typing import NamedTuple
 
 import numpy as np
 
 from keras_attention import _validation
+from keras_attention.text.babi_generator import DROPS  # noqa: F401
+from keras_attention.text.babi_generator import GETS  # noqa: F401
+from keras_attention.text.babi_generator import MOVES  # noqa: F401
+from keras_attention.text.babi_generator import OBJECTS  # noqa: F401
+from keras_attention.text.babi_generator import PEOPLE  # noqa: F401
+from keras_attention.text.babi_generator import PLACES  # noqa: F401
+from keras_attention.text.babi_generator import QUESTIONS_PER_STORY  # noqa: F401
+from keras_attention.text.babi_generator import TASKS  # noqa: F401
+from keras_attention.text.babi_generator import generate_babi  # noqa: F401
+from keras_attention.text.babi_generator import write_babi  # noqa: F401
+from keras_attention.text.babi_tasks import ENVIRONMENT_VARIABLE  # noqa: F401
+from keras_attention.text.babi_tasks import SIZE_DIRECTORIES  # noqa: F401
+from keras_attention.text.babi_tasks import SIZES
+from keras_attention.text.babi_tasks import SPLITS  # noqa: F401
+from keras_attention.text.babi_tasks import TASK_NAMES
+from keras_attention.text.babi_tasks import _fraction
+from keras_attention.text.babi_tasks import _task
+from keras_attention.text.babi_tasks import babi_directory
+from keras_attention.text.babi_tasks import split_validation
+from keras_attention.text.babi_tasks import task_file
 from keras_attention.text.parallel_files import CorpusError
 from keras_attention.text.parallel_files import _as_path
 from keras_attention.text.parallel_files import read_lines
 
 PAD = "<pad>"  # the word of id 0
-TASKS = (1, 2)
-PEOPLE = ("Mary", "John", "Sandra", "Daniel")
-PLACES = ("bathroom", "hallway", "garden", "office", "bedroom", "kitchen")
-OBJECTS = ("football", "apple", "milk")
-MOVES = ("moved to", "went to", "journeyed to", "travelled to", "went back to")
-GETS = ("got", "picked up", "grabbed", "took")
-DROPS = ("dropped", "discarded", "put down", "left")
-QUESTIONS_PER_STORY = 5
 _LINE = re.compile(r"(\d+) (.*)")
 
 
@@ -51,8 +92,10 @@ class BabiSample(NamedTuple):
             first (tuple of str, as written).
         sentence_ids: their line IDs (tuple of int).
         question: str.
-        answer: str.
+        answer: str, as written (`answer_token` gives its class).
         supporting_ids: the IDs of the statements that answer it.
+        story: the 0-based index of its story in the text read (the
+            stories that start with ID 1, counted); 0 if not given.
     """
 
     sentences: tuple
@@ -60,6 +103,7 @@ class BabiSample(NamedTuple):
     question: str
     answer: str
     supporting_ids: tuple
+    story: int = 0
 
 
 def tokenize(text):
@@ -68,10 +112,18 @@ def tokenize(text):
     return re.findall(r"[^\s.?!,;:]+", text.lower())
 
 
+def answer_token(answer):
+    """The class of an answer: lower-cased, one token even when it is
+    several words joined by commas ("Bill" -> "bill", "football,apple" ->
+    "football,apple", "n,s" -> "n,s")."""
+    return answer.strip().lower()
+
+
 def parse_babi(lines, source="<text>"):
     """The samples of bAbI lines (a str or an iterable of lines).
 
     Blank lines are skipped. `source` names the text in error messages.
+    Each sample's `story` is the index of its story in `lines`.
 
     Raises:
         CorpusError (a ValueError): a malformed line; the message names
@@ -79,7 +131,7 @@ def parse_babi(lines, source="<text>"):
     """
     if isinstance(lines, str):
         lines = lines.split("\n")
-    samples, sentences, ids, previous = [], [], [], 0
+    samples, sentences, ids, previous, story = [], [], [], 0, -1
 
     def fail(number, why, line):
         raise CorpusError(f"{source}: line {number} {why}: {line!r}")
@@ -94,7 +146,7 @@ def parse_babi(lines, source="<text>"):
                  "'1 Mary moved to the bathroom.'", line)
         line_id, text = int(match.group(1)), match.group(2)
         if line_id == 1:
-            sentences, ids = [], []
+            sentences, ids, story = [], [], story + 1
         elif line_id != previous + 1:
             expected = "1" if previous == 0 else f"1 or {previous + 1}"
             fail(number, f"has ID {line_id}, expected {expected}", line)
@@ -121,7 +173,7 @@ def parse_babi(lines, source="<text>"):
             fail(number, f"names supporting IDs {unknown} that are not "
                  "statements of its story before it", line)
         samples.append(BabiSample(tuple(sentences), tuple(ids), question,
-                                  answer, supporting))
+                                  answer, supporting, story))
     return samples
 
 
@@ -144,7 +196,9 @@ class BabiVocabulary:
     """Words and answers to ids; id 0 is the padding word.
 
     Answers share the words' ids (a memory network with adjacent tying
-    predicts a word of its input vocabulary).
+    predicts a word of its input vocabulary): an answer is its
+    `answer_token`, so "Bill" is the word "bill" and "football,apple" one
+    more id.
 
     Args:
         words: the words, in any order, repeats allowed; `PAD` is added.
@@ -156,13 +210,14 @@ class BabiVocabulary:
 
     @classmethod
     def from_samples(cls, *sample_lists):
-        """The vocabulary of every sentence, question and answer given."""
+        """The vocabulary of every sentence, question and answer
+        (`answer_token`) given."""
         words = set()
         for samples in sample_lists:
             for sample in samples:
                 for text in sample.sentences + (sample.question,):
                     words.update(tokenize(text))
-                words.add(sample.answer)
+                words.add(answer_token(sample.answer))
         return cls(words)
 
     def __len__(self):
@@ -184,7 +239,7 @@ def vectorize_babi(samples, vocabulary, memory_size=50, sentence_size=None):
 
     The most recent `memory_size` sentences of each story are kept, oldest
     first, in slots `0..n-1`; the other slots and the words after a
-    sentence's end are 0.
+    sentence's end are 0. Answers are encoded as their `answer_token`.
 
     Args:
         samples: `BabiSample`s.
@@ -217,132 +272,111 @@ def vectorize_babi(samples, vocabulary, memory_size=50, sentence_size=None):
         for slot, sentence in enumerate(sentences):
             story[row, slot, :len(sentence)] = vocabulary.encode(sentence)
         question[row, :len(words)] = vocabulary.encode(words)
-    answers = np.array([vocabulary.encode([sample.answer])[0]
+    answers = np.array([vocabulary.encode([answer_token(sample.answer)])[0]
                         for sample in samples], "int32").reshape(-1)
     return {"story": story, "question": question}, answers
 
 
-"""Generation: a seeded simulation of the bAbI world."""
+class BabiTask(NamedTuple):
+    """One task of the release, as `load_task` reads it.
+
+    Attributes:
+        task: its number, 1 to 20.
+        train: the training file's `BabiSample`s less `valid`.
+        valid: whole stories of the training file (`split_validation`).
+        test: the test file's samples.
+    """
+
+    task: int
+    train: list
+    valid: list
+    test: list
 
 
-class _World:
-    """Where people are, who holds what, and the line that says so."""
-
-    def __init__(self, rng):
-        self.rng = rng
-        self.place = {}  # person -> (place, line ID of the move)
-        # object -> (place, holder, line ID, ID of the move that placed
-        # it): held, place is None; untouched, the line IDs are None and
-        # it lies at a place no sentence has named.
-        self.objects = {name: (rng.choice(PLACES), None, None, None)
-                        for name in OBJECTS}
-
-    def move(self, person, line_id):
-        here = self.place.get(person, (None,))[0]
-        there = self.rng.choice([p for p in PLACES if p != here])
-        self.place[person] = (there, line_id)
-        return f"{person} {self.rng.choice(MOVES)} the {there}."
-
-    def get(self, person, thing, line_id):
-        self.objects[thing] = (None, person, line_id, None)
-        return f"{person} {self.rng.choice(GETS)} the {thing} there."
-
-    def drop(self, person, thing, line_id):
-        place, moved = self.place[person]
-        self.objects[thing] = (place, None, line_id, moved)
-        return f"{person} {self.rng.choice(DROPS)} the {thing}."
-
-    def statement(self, task, line_id):
-        """A random event that the world allows, told as a sentence: a
-        move (task 1 always, task 2 six times in ten), else a pick-up or,
-        one time in two, a drop."""
-        rng, people = self.rng, list(PEOPLE)
-        draw = 0.0 if task == 1 else rng.random()
-        gets, drops = [], []
-        for thing, (place, holder, _, _) in self.objects.items():
-            if holder is not None:
-                drops.append((self.drop, holder, thing))
-            else:
-                gets += [(self.get, person, thing) for person in people
-                         if self.place.get(person, (None,))[0] == place]
-        actions = gets if draw >= 0.8 or not drops else drops
-        if draw < 0.6 or not actions:
-            return self.move(rng.choice(people), line_id)
-        action, person, thing = rng.choice(actions)
-        return action(person, thing, line_id)
-
-    def question(self, task):
-        """(question, answer, supporting IDs), or None if none is known."""
-        if task == 1:
-            if not self.place:
-                return None
-            person = self.rng.choice(sorted(self.place))
-            place, line_id = self.place[person]
-            return f"Where is {person}?", place, (line_id,)
-        known = [thing for thing, (_, _, line_id, _) in self.objects.items()
-                 if line_id is not None]
-        if not known:
-            return None
-        thing = self.rng.choice(known)
-        place, holder, line_id, moved = self.objects[thing]
-        if holder is not None:  # where the holder is now
-            place, moved = self.place[holder]
-        return f"Where is the {thing}?", place, (line_id, moved)
-
-
-def _story(task, rng, questions):
-    """The lines of one story with `questions` questions."""
-    world, lines = _World(rng), []
-    asked = 0
-    while asked < questions:
-        count = 2 if task == 1 else rng.randint(2, 6)
-        for _ in range(count):
-            line_id = len(lines) + 1
-            lines.append(f"{line_id} {world.statement(task, line_id)}")
-        asked_question = world.question(task)
-        if asked_question is not None:
-            question, answer, support = asked_question
-            ids = " ".join(str(value) for value in support)
-            lines.append(f"{len(lines) + 1} {question} \t{answer}\t{ids}")
-            asked += 1
-    return lines
-
-
-def generate_babi(task, num_stories, seed):
-    """The text of a generated bAbI file.
-
-    Task 1, single supporting fact: people move ("Mary went to the
-    kitchen."), the question is "Where is Mary?"; two statements before
-    each question, as in bAbI. Task 2, two supporting facts: people also
-    pick up and drop objects ("John picked up the apple there.", "John
-    discarded the apple."), the question is "Where is the apple?", answered
-    by the last sentence about the apple and the holder's last move before
-    it (or since, while held); two to six statements before each question.
-    Objects start at unnamed places and are picked up only where they lie.
+def load_task(root, task, size="1k", validation_fraction=0.1, seed=0):
+    """A task of the release: its training set, a validation set carved off
+    it by stories, and its test set.
 
     Args:
-        task: 1 or 2.
-        num_stories: the number of questions (samples, as `parse_babi`
-            counts them); stories hold five questions each, as in bAbI,
-            the last one fewer if needed. bAbI's "1k" sets hold 1,000.
-        seed: int; the same seed gives the same text.
+        root: the release root (`task_file`); None reads
+            `$KERAS_ATTENTION_BABI_DIR`.
+        task: 1 to 20 (`TASK_NAMES`).
+        size: "1k" (1,000 training questions) or "10k" (10,000); the test
+            set has 1,000 questions at both sizes.
+        validation_fraction: the share of training stories held out
+            (`split_validation`); None holds out none.
+        seed: the seed of the validation split.
 
     Returns:
-        str, lines ending with "\\n".
+        A `BabiTask(task, train, valid, test)`.
+
+    Raises:
+        ValueError: a bad argument, or no root (`task_file`).
+        FileNotFoundError: a file of the task is missing (`task_file`).
+        CorpusError (a ValueError): a malformed file.
+
+    Example:
+
+    >>> import pathlib, tempfile
+    >>> folder = tempfile.TemporaryDirectory()
+    >>> root = pathlib.Path(folder.name)
+    >>> (root / "en").mkdir()
+    >>> for split, seed in (("train", 0), ("test", 1)):
+    ...     name = f"qa1_single-supporting-fact_{split}.txt"
+    ...     _ = write_babi(root / "en" / name, 1, 1000, seed)
+    >>> task = load_task(root, 1)
+    >>> len(task.train), len(task.valid), len(task.test)
+    (900, 100, 1000)
     """
-    _validation.choice("task", task, TASKS)
-    num_stories = _validation.positive_int("num_stories", num_stories)
-    rng = random.Random(seed)
-    lines = []
-    for first in range(0, num_stories, QUESTIONS_PER_STORY):
-        questions = min(QUESTIONS_PER_STORY, num_stories - first)
-        lines += _story(task, rng, questions)
-    return "\n".join(lines) + "\n"
+    return load_tasks(root, [task], size, validation_fraction, seed)[_task(task)]
 
 
-def write_babi(path, task, num_stories, seed):
-    """Write `generate_babi(task, num_stories, seed)` to `path` (UTF-8);
-    returns the path as a `pathlib.Path`."""
-    path = pathlib.Path(_as_path(path, "path"))
-    path.write_text(generate_babi(task, num_stories, seed), encoding="utf-8")
-    return path
+def load_tasks(root, tasks, size="1k", validation_fraction=0.1, seed=0):
+    """Several tasks of the release, `{task: BabiTask}` (see `load_task`).
+
+    Every file is found before any is read, so a missing one fails at
+    once. For joint training concatenate the tasks' lists, e.g.
+    `[s for t in loaded.values() for s in t.train]`.
+
+    Args:
+        root: the release root; None reads `$KERAS_ATTENTION_BABI_DIR`.
+        tasks: "all" (1 to 20), a task number, or an iterable of them.
+        size, validation_fraction, seed: as in `load_task`; every task is
+            split with `seed`.
+
+    Raises:
+        ValueError: `tasks` is not "all" or task numbers; as `load_task`.
+        FileNotFoundError, CorpusError: as `load_task`.
+    """
+    received = tasks
+    if isinstance(tasks, str):
+        if tasks != "all":
+            raise ValueError(
+                '`tasks` must be "all" or task numbers from 1 to 20, '
+                f"received: tasks={tasks!r}"
+            )
+        tasks = list(TASK_NAMES)
+    elif isinstance(tasks, numbers.Integral):
+        tasks = [tasks]
+    try:
+        tasks = list(dict.fromkeys(_task(task) for task in tasks))
+    except TypeError:
+        raise ValueError(
+            '`tasks` must be "all" or task numbers from 1 to 20, received: '
+            f"tasks={received!r}"
+        ) from None
+    if not tasks:
+        raise ValueError(f"`tasks` must name a task, received: tasks={received!r}")
+    if validation_fraction is not None:
+        _fraction("validation_fraction", validation_fraction)
+    _validation.choice("size", size, SIZES)
+    root = babi_directory(root)
+    files = {task: (task_file(root, task, size, "train"),
+                    task_file(root, task, size, "test")) for task in tasks}
+    loaded = {}
+    for task, (train_file, test_file) in files.items():
+        train, valid = read_babi(train_file), []
+        if validation_fraction is not None:
+            train, valid = split_validation(train, validation_fraction, seed)
+        loaded[task] = BabiTask(task, train, valid, read_babi(test_file))
+    return loaded

@@ -164,13 +164,21 @@ def test_the_benchmark_page_is_rendered_from_the_results(built_site):
     assert "<!-- benchmark-results -->" not in html
 
 
+def test_the_reproductions_page_is_rendered_from_the_results(built_site):
+    site, _ = built_site
+    html = (site / "reproductions" / "index.html").read_text()
+    assert "<!-- reproductions -->" not in html
+    assert "<th>reproduced</th>" in html and "<th>theirs</th>" in html
+    assert "results/music_transformer_jsb.json" in html
+
+
 def test_every_placeholder_of_the_hook_is_filled(built_site):
     """The benchmark tables, the command help and the included READMEs."""
     site, _ = built_site
     for page in site.rglob("*.html"):
         html = page.read_text()
         for marker in ("<!-- benchmark-results -->", "<!-- cli-help -->",
-                       "<!-- include "):
+                       "<!-- reproductions -->", "<!-- include "):
             assert marker not in html, (page, marker)
     cli = (site / "cli" / "index.html").read_text()
     assert "usage: keras-attention train" in cli

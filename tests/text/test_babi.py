@@ -1,7 +1,12 @@
-"""bAbI: the reader, its errors, the vectorizer, and the generator (read
-back exactly, answers checked by an independent simulation)."""
+"""bAbI: the reader, its errors, the vectorizer, the answers of the real
+release, its files and validation split, and the generator (read back
+exactly, answers checked by an independent simulation).
+
+The release itself is read only by `test_the_real_release`, skipped unless
+KERAS_ATTENTION_BABI_DIR names its root."""
 
 import gzip
+import os
 import re
 
 import numpy as np
@@ -40,7 +45,7 @@ def test_reads_samples_with_the_story_up_to_each_question(tmp_path):
                     "Sandra moved to the garden."),
                    (1, 2, 4, 5), "Where is Daniel?", "hallway", (4,)),
         BabiSample(("John picked up the apple there.",), (1,), "Where is John?",
-                   "nowhere", (1,)),
+                   "nowhere", (1,), story=1),
     ]
     gzipped = tmp_path / "qa.txt.gz"
     gzipped.write_bytes(gzip.compress(TEXT.encode()))
@@ -221,3 +226,304 @@ def test_generator_arguments():
     with pytest.raises(ValueError, match="num_stories=0"):
         generate_babi(1, 0, 0)
     assert len(parse_babi(generate_babi(1, 7, 0))) == 7
+
+
+# The real release: answers, files, validation split, tasks. The fixtures
+# are handwritten in the release's format, one or two stories a task kind.
+
+RELEASE_TEXT = {
+    5: """\
+1 Bill travelled to the office.
+2 Bill picked up the football there.
+3 Bill gave the football to Fred.
+4 What did Bill give to Fred? \tfootball\t3
+5 Fred handed the football to Bill.
+6 Who received the football? \tBill\t5
+""",  # a capitalised answer
+    6: """\
+1 Mary moved to the bathroom.
+2 Sandra journeyed to the bedroom.
+3 Is Sandra in the hallway? \tno\t2
+4 Is Mary in the bathroom? \tyes\t1
+""",
+    7: """\
+1 Mary took the football there.
+2 Mary got the milk there.
+3 How many objects is Mary carrying? \ttwo\t1 2
+4 Mary dropped the milk.
+5 How many objects is Mary carrying? \tone\t1 4
+""",
+    8: """\
+1 Mary got the football there.
+2 Mary picked up the apple there.
+3 What is Mary carrying? \tfootball,apple\t1 2
+4 Mary dropped the football.
+5 Mary dropped the apple.
+6 What is Mary carrying? \tnothing\t4 5
+""",
+    19: """\
+1 The office is east of the hallway.
+2 The kitchen is north of the office.
+3 How do you go from the hallway to the kitchen?\te,n\t1 2
+""",  # no space before the tab, as in the release
+}
+ENV = babi.ENVIRONMENT_VARIABLE
+
+
+def write_release(root, tasks=RELEASE_TEXT, size="1k", copies=20,
+                  suffix=".txt.gz"):
+    """A release under `root`: each task's fixture `copies` times (one
+    story each time) as its training file, once as its test file."""
+    folder = root / babi.SIZE_DIRECTORIES[size]
+    folder.mkdir(parents=True, exist_ok=True)
+    for task in tasks:
+        for split, text in (("train", RELEASE_TEXT[task] * copies),
+                            ("test", RELEASE_TEXT[task])):
+            path = folder / f"qa{task}_{babi.TASK_NAMES[task]}_{split}{suffix}"
+            data = text.encode()
+            path.write_bytes(gzip.compress(data) if suffix.endswith(".gz")
+                             else data)
+    return root
+
+
+def test_answers_are_lower_cased_single_tokens_sharing_the_word_ids():
+    samples = {task: parse_babi(text) for task, text in RELEASE_TEXT.items()}
+    answers = [s.answer for task in samples for s in samples[task]]
+    assert answers == ["football", "Bill", "no", "yes", "two", "one",
+                       "football,apple", "nothing", "e,n"]
+    assert [babi.answer_token(a) for a in answers] == [
+        "football", "bill", "no", "yes", "two", "one", "football,apple",
+        "nothing", "e,n"]
+    assert samples[7][1].supporting_ids == (1, 4)
+
+    every = [s for task in samples for s in samples[task]]
+    vocabulary = BabiVocabulary.from_samples(every)
+    assert "Bill" not in vocabulary.words
+    assert {"bill", "football,apple", "football", "apple", "e,n", "east",
+            "north"} <= set(vocabulary.words)
+    assert "e" not in vocabulary.words  # the answer "e,n" is not split
+    inputs, ids = vectorize_babi(every, vocabulary)
+    assert [vocabulary.words[i] for i in ids] == [
+        babi.answer_token(a) for a in answers]
+    # "Who received the football? Bill": the answer id is the id of "bill"
+    # in the story (what an output layer tied to the embedding predicts).
+    assert ids[1] == inputs["story"][1, 0, 0] == vocabulary.index["bill"]
+    # "football,apple" is one class, neither "football" nor "apple".
+    assert ids[6] not in {vocabulary.index["football"],
+                          vocabulary.index["apple"]}
+    assert len(set(ids.tolist())) == 9
+
+
+def test_samples_know_their_story():
+    assert [s.story for s in parse_babi(TEXT)] == [0, 0, 1]
+    assert [s.story for s in parse_babi(RELEASE_TEXT[6] * 3)] == [
+        0, 0, 1, 1, 2, 2]
+    assert BabiSample((), (), "Where?", "here", ()).story == 0  # the default
+
+
+def test_vectorize_keeps_the_50_most_recent_sentences():
+    lines = [f"{i} Mary went to room{i}." for i in range(1, 56)]
+    lines.append("56 Where is Mary? \troom55\t55")
+    (sample,) = parse_babi("\n".join(lines))
+    vocabulary = BabiVocabulary.from_samples([sample])
+    inputs, answers = vectorize_babi([sample], vocabulary)  # memory_size=50
+    rooms = [vocabulary.words[row[3]] for row in inputs["story"][0]]
+    assert rooms == [f"room{i}" for i in range(6, 56)]  # 1..5 dropped
+    assert vocabulary.words[answers[0]] == "room55"
+
+
+def test_task_names_follow_the_release_file_names():
+    assert sorted(babi.TASK_NAMES) == list(range(1, 21))
+    assert babi.TASK_NAMES[8] == "lists-sets"
+    assert babi.SIZES == ("1k", "10k")
+    assert babi.SIZE_DIRECTORIES == {"1k": "en", "10k": "en-10k"}
+
+
+def test_task_file_finds_gzip_or_plain_under_root_or_the_variable(
+        tmp_path, monkeypatch):
+    root = write_release(tmp_path, [8])
+    expected = root / "en" / "qa8_lists-sets_train.txt.gz"
+    assert babi.task_file(root, 8) == expected
+    assert babi.task_file(str(root), 8, "1k", "train") == expected
+    monkeypatch.setenv(ENV, str(root))
+    assert babi.task_file(None, 8, split="test") == expected.with_name(
+        "qa8_lists-sets_test.txt.gz")
+    write_release(tmp_path, [6], suffix=".txt")
+    assert babi.task_file(root, 6).name == "qa6_yes-no-questions_train.txt"
+    write_release(tmp_path, [6])  # both: the gzip file
+    assert babi.task_file(root, 6).name == "qa6_yes-no-questions_train.txt.gz"
+
+
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ((0,), "task=0"),
+        ((21,), "task=21"),
+        ((True,), "task=True"),
+        ((1.0,), "task=1.0"),
+        ((1, "100k"), "size='100k'"),
+        ((1, "1k", "valid"), "split='valid'"),
+    ],
+)
+def test_task_file_argument_errors(tmp_path, arguments, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        babi.task_file(tmp_path, *arguments)
+
+
+def test_task_file_needs_a_root(monkeypatch):
+    monkeypatch.delenv(ENV, raising=False)
+    with pytest.raises(ValueError, match=f"pass `root` or set {ENV}"):
+        babi.task_file(None, 1)
+    monkeypatch.setenv(ENV, "")
+    with pytest.raises(ValueError, match=f"pass `root` or set {ENV}"):
+        babi.task_file(None, 1)
+    with pytest.raises(ValueError, match="root=42"):
+        babi.task_file(42, 1)
+
+
+def test_task_file_missing_names_the_path(tmp_path):
+    write_release(tmp_path, [8])
+    with pytest.raises(FileNotFoundError) as error:
+        babi.task_file(tmp_path, 7)
+    message = str(error.value)
+    assert str(tmp_path / "en" / "qa7_counting_train.txt.gz") in message
+    assert "\n" not in message and "tarball" not in message
+    with pytest.raises(FileNotFoundError) as error:
+        babi.task_file(tmp_path, 3, "10k", "train")
+    message = str(error.value)
+    path = tmp_path / "en-10k" / "qa3_three-supporting-facts_train.txt.gz"
+    assert str(path) in message and "\n" not in message
+    assert "public copy" in message and "release tarball" in message
+
+
+def test_split_validation_holds_out_whole_stories():
+    samples = parse_babi(generate_babi(1, 1000, seed=3))  # 200 stories of 5
+    train, valid = babi.split_validation(samples)
+    assert len(valid) == 100 and len(train) == 900  # 20 stories, 10%
+    train_stories = {s.story for s in train}
+    valid_stories = {s.story for s in valid}
+    assert len(valid_stories) == 20 and not train_stories & valid_stories
+    assert train_stories | valid_stories == set(range(200))
+    # Both sides keep the file's order, and nothing is lost or repeated.
+    position = {id(s): i for i, s in enumerate(samples)}
+    for side in (train, valid):
+        assert [position[id(s)] for s in side] == sorted(
+            position[id(s)] for s in side)
+    assert sorted(position[id(s)] for s in train + valid) == list(range(1000))
+
+    assert babi.split_validation(samples) == (train, valid)  # deterministic
+    other = babi.split_validation(samples, seed=1)[1]
+    assert {s.story for s in other} != valid_stories
+    assert len(babi.split_validation(samples, 0.25)[1]) == 250
+
+
+def test_split_validation_of_uneven_stories_is_about_the_fraction():
+    text = "".join(RELEASE_TEXT[task] for task in (5, 6, 7, 8, 19)) * 40
+    samples = parse_babi(text)  # 200 stories of 1 or 2 questions
+    assert len(samples) == 360
+    train, valid = babi.split_validation(samples, seed=5)
+    assert len({s.story for s in valid}) == 20
+    assert 20 <= len(valid) <= 40 and len(train) + len(valid) == 360
+
+
+@pytest.mark.parametrize("fraction", [0, 1, 1.5, -0.1, True, "0.1", None])
+def test_split_validation_fraction_errors(fraction):
+    samples = parse_babi(generate_babi(1, 100, seed=0))
+    with pytest.raises(ValueError, match=re.escape(f"fraction={fraction!r}")):
+        babi.split_validation(samples, fraction)
+
+
+def test_split_validation_needs_a_story_on_each_side():
+    one_story = parse_babi(RELEASE_TEXT[6])
+    with pytest.raises(ValueError, match="of 1 stories holds out 1"):
+        babi.split_validation(one_story, 0.5)
+    four = parse_babi(RELEASE_TEXT[6] * 4)
+    with pytest.raises(ValueError, match="of 4 stories holds out 0"):
+        babi.split_validation(four, 0.1)
+    with pytest.raises(ValueError, match="of 4 stories holds out 4"):
+        babi.split_validation(four, 0.9)
+    assert len(babi.split_validation(four, 0.25)[1]) == 2  # one story
+    with pytest.raises(ValueError, match="of 0 stories"):
+        babi.split_validation([], 0.1)
+
+
+def test_load_task_reads_a_release_laid_out_like_the_real_one(
+        tmp_path, monkeypatch):
+    root = write_release(tmp_path)
+    task = babi.load_task(root, 8)
+    assert task.task == 8 and isinstance(task, babi.BabiTask)
+    assert task.test == parse_babi(RELEASE_TEXT[8])
+    assert len(task.train) + len(task.valid) == 40  # 20 stories of 2
+    assert len({s.story for s in task.valid}) == 2 and len(task.valid) == 4
+    assert not {s.story for s in task.train} & {s.story for s in task.valid}
+    assert task == babi.load_task(str(root), 8)  # same seed, same split
+    assert task.valid != babi.load_task(root, 8, seed=2).valid
+
+    whole = babi.load_task(root, 8, validation_fraction=None)
+    assert whole.valid == [] and whole.train == parse_babi(
+        RELEASE_TEXT[8] * 20)
+    monkeypatch.setenv(ENV, str(root))
+    assert babi.load_task(None, 5).test[1].answer == "Bill"
+
+    tasks = babi.load_tasks(root, [19, 5, 19])
+    assert list(tasks) == [19, 5] and tasks[5] == babi.load_task(root, 5)
+    joint = [s for loaded in tasks.values() for s in loaded.train]
+    assert len(joint) == len(tasks[19].train) + len(tasks[5].train)
+    assert list(babi.load_tasks(root, 6)) == [6]
+
+
+def test_load_tasks_errors(tmp_path):
+    root = write_release(tmp_path)
+    with pytest.raises(FileNotFoundError, match=re.escape(
+            str(root / "en" / "qa1_single-supporting-fact_train.txt.gz"))):
+        babi.load_tasks(root, "all")  # task 1 is not in this release
+    write_release(tmp_path, [6], size="10k")
+    with pytest.raises(FileNotFoundError, match="en-10k.*qa8_lists-sets"):
+        babi.load_task(root, 8, size="10k")
+    for tasks, message in [("some", "tasks='some'"), ([], "tasks=[]"),
+                           (3.5, "tasks=3.5"), ([0], "task=0")]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            babi.load_tasks(root, tasks)
+    with pytest.raises(ValueError, match="validation_fraction=1.5"):
+        babi.load_task(root, 8, validation_fraction=1.5)
+    with pytest.raises(ValueError, match="size='2k'"):
+        babi.load_task(root, 8, size="2k")
+
+
+# Questions and stories of each 1k training file (SOURCE.md of the copy).
+RELEASE_STORIES = {1: 200, 2: 200, 3: 200, 4: 1000, 5: 200, 6: 200, 7: 200,
+                   8: 200, 9: 200, 10: 200, 11: 200, 12: 200, 13: 200,
+                   14: 200, 15: 250, 16: 1000, 17: 125, 18: 198, 19: 1000,
+                   20: 94}
+
+
+@pytest.mark.skipif(not os.environ.get(ENV),
+                    reason=f"{ENV} does not name the bAbI v1.2 release")
+def test_the_real_release():
+    tasks = babi.load_tasks(None, "all")
+    assert list(tasks) == list(range(1, 21))
+    for number, task in tasks.items():
+        stories = RELEASE_STORIES[number]
+        assert len(task.train) + len(task.valid) == 1000, number
+        assert len(task.test) == 1000, number
+        assert {s.story for s in task.train + task.valid} == set(
+            range(stories))
+        held = int(0.1 * stories + 0.5)  # half up: 13 of task 17's 125
+        assert len({s.story for s in task.valid}) == held, number
+        assert 50 <= len(task.valid) <= 150, number
+        vocabulary = BabiVocabulary.from_samples(task.train, task.valid,
+                                                 task.test)
+        ids = vectorize_babi(task.test, vocabulary)[1]
+        assert [vocabulary.words[i] for i in ids] == [
+            babi.answer_token(s.answer) for s in task.test]
+    assert "Bill" in {s.answer for s in tasks[5].train}
+    assert "football,apple" in {s.answer for s in tasks[8].train}
+    ten = babi.load_task(None, 1, "10k")
+    assert len(ten.train) + len(ten.valid) == 10000 and len(ten.test) == 1000
+    assert len({s.story for s in ten.valid}) == 200
+    try:
+        three = babi.load_task(None, 3, "10k")
+    except FileNotFoundError as error:  # not in the public copy
+        assert "release tarball" in str(error)
+    else:
+        assert len(three.train) + len(three.valid) == 10000

@@ -1,0 +1,224 @@
+"""benchmarks/reproductions.py renders every paper figure the results files
+carry (their `claims`, or a deriver's for a benchmark that stores the
+paper's table), and a malformed claim fails loudly, naming file and key."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+MACHINE = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "cores": 2,
+           "python": "3.11.7", "keras": "3.15.1", "backend": "tensorflow",
+           "device": "cpu", "tensorflow": "2.20.0"}
+HEADER = ("| paper | table | claim | theirs | ours | reproduced | seeds "
+          "| data | machine | command |")
+
+
+def _load():
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_reproductions", BENCHMARKS / "reproductions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+reproductions = _load()
+
+
+def _claim(**changes):
+    claim = {"paper": "Dehghani et al. 2019", "table": "Table 1",
+             "claim": "UT, bAbI 10k single-task, task 2 error",
+             "theirs": "0.0%", "ours": "20.1%", "reproduced": "no",
+             "seeds": 3, "data": "bAbI 10k en, test split",
+             "command": "babi.py --task 2 --seeds 3"}
+    claim.update(changes)
+    return claim
+
+
+def _write(folder, name, **record):
+    record = {"benchmark": name.split(".")[0], "when":
+              "2026-11-28T10:00:00+00:00", "command": "x.py",
+              "machine": MACHINE, "rows": [], **record}
+    (folder / name).write_text(json.dumps(record))
+
+
+def _music(rows, paper=True):
+    record = {
+        "benchmark": "music_transformer_jsb",
+        "when": "2026-11-27T05:34:57+00:00",
+        "command": "music_transformer_jsb.py --minutes 8",
+        "machine": MACHINE,
+        "rows": [{"variant": variant, "weights": 1, "epochs": 7,
+                  "steps": steps, "training_minutes": 8.01,
+                  "wall_minutes": 8.6, "best_epoch": 7, "best_nll": nll,
+                  "last_nll": nll} for variant, steps, nll in rows],
+        "curves": {}}
+    if paper:
+        record["paper"] = [
+            ["Coconet (CNN, chronological, 64L)", 0.436],
+            ["Transformer baseline (5L, 256hs, 256att, 1024ff, 8h)", 0.417],
+            ["baseline + cps + instrument labels (cpsi)", 0.37],
+            ["Relative Transformer (Shaw; 5L, 512hs, 512att, 512ff, 256r, "
+             "8h)", 0.357],
+            ["Relative Transformer + cpsi", 0.347],
+            ["Relative Transformer + cpsi + relative pitch and time (best)",
+             0.335]]
+    return record
+
+
+def test_render_a_file_with_claims(tmp_path):
+    _write(tmp_path, "babi_universal_transformer.json", claims=[
+        _claim(), _claim(claim="UT, task 1 error", theirs="0.0%",
+                         ours="0.2%", reproduced="yes"),
+        _claim(claim="UT beats MemN2N on task 2", reproduced="partly")])
+    gpu = dict(MACHINE, device="NVIDIA H100 80GB HBM3", backend="jax")
+    _write(tmp_path, "babi_memory_network.json", machine=gpu,
+           claims=[_claim(paper="Sukhbaatar et al. 2015")])
+    text = reproductions.render(tmp_path)
+    lines = text.splitlines()
+    assert lines[0] == "4 claims: 1 reproduced, 1 partly, 2 not yet."
+    assert text.count(HEADER) == 2
+    assert ("## babi_universal_transformer "
+            "(`results/babi_universal_transformer.json`)") in lines
+    assert "Run 2026-11-28 on AMD EPYC, 2 cores (tensorflow)." in lines
+    assert ("| Dehghani et al. 2019 | Table 1 | UT, bAbI 10k single-task, "
+            "task 2 error | 0.0% | 20.1% | no | 3 | bAbI 10k en, test split "
+            "| AMD EPYC, 2 cores (tensorflow) "
+            "| `babi.py --task 2 --seeds 3` |") in lines
+    # A device other than the CPU names the device.
+    assert any(line.startswith("| Sukhbaatar et al. 2015")
+               and "| NVIDIA H100 80GB HBM3 (jax) |" in line
+               for line in lines)
+    # The files in name order.
+    assert text.index("babi_memory_network.json") < text.index(
+        "babi_universal_transformer.json")
+
+
+def test_a_pipe_in_a_cell_does_not_split_it(tmp_path):
+    _write(tmp_path, "a.json", claims=[_claim(data="train | valid")])
+    assert "| train \\| valid |" in reproductions.render(tmp_path)
+
+
+def test_the_music_deriver():
+    record = _music([("absolute", 313, 1.44196), ("relative", 178, 0.38),
+                     ("relative", 180, 0.36),
+                     ("relative_voices", 186, 0.3),
+                     ("relative_sinusoid", 197, 2.3)])
+    claims = reproductions.music_transformer_jsb(record, "m.json")
+    by_claim = {claim["claim"]: claim for claim in claims}
+    assert len(claims) == 3  # relative_sinusoid has no row in the paper
+    absolute = by_claim["JSB Chorales note-wise valid NLL, baseline "
+                        "Transformer (`absolute`)"]
+    assert (absolute["theirs"], absolute["ours"]) == ("0.417 nats",
+                                                      "1.442 nats")
+    assert absolute["reproduced"] == "no" and absolute["seeds"] == 1
+    assert absolute["paper"] == "Huang et al. 2019"
+    assert absolute["table"] == "Table 2"
+    assert absolute["command"] == "music_transformer_jsb.py --minutes 8"
+    assert "313 steps, 8 min of training" in absolute["data"]
+    # Two rows of a variant: their mean, within 0.03 nats of 0.357.
+    relative = by_claim["JSB Chorales note-wise valid NLL, relative "
+                        "attention (`relative`)"]
+    assert relative["theirs"] == "0.357 nats"
+    assert relative["ours"] == "0.370 nats (mean)"
+    assert relative["seeds"] == 2 and relative["reproduced"] == "yes"
+    assert "178–180 steps" in relative["data"]
+    voices = [claim for claim in claims if "relative_voices" in
+              claim["claim"]]
+    assert voices[0]["theirs"] == "0.347 nats"  # not "+ cpsi + ... (best)"
+    assert voices[0]["reproduced"] == "yes"
+    reproductions.validate(claims, "m.json")
+
+
+def test_the_music_deriver_at_the_tolerance():
+    just = reproductions.music_transformer_jsb(
+        _music([("absolute", 10, 0.417 + 0.0299)]), "m.json")
+    over = reproductions.music_transformer_jsb(
+        _music([("absolute", 10, 0.417 + 0.0301)]), "m.json")
+    assert just[0]["reproduced"] == "yes" and over[0]["reproduced"] == "no"
+
+
+def test_music_results_render_through_the_deriver(tmp_path):
+    (tmp_path / "music_transformer_jsb.json").write_text(
+        json.dumps(_music([("relative", 178, 1.98245)])))
+    text = reproductions.render(tmp_path)
+    assert text.startswith("1 claims: 0 reproduced, 0 partly, 1 not yet.")
+    assert "| 0.357 nats | 1.982 nats | no | 1 |" in text
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"ours": None}, "ours"),
+    ({"seeds": None}, "seeds"),
+    ({"reproduced": "maybe"}, "reproduced"),
+    ({"seeds": "3"}, "seeds"),
+    ({"theirs": 0.0}, "theirs"),
+])
+def test_a_bad_claim_names_its_file_and_key(tmp_path, change, key):
+    claim = _claim()
+    for name, value in change.items():
+        if value is None:
+            del claim[name]
+        else:
+            claim[name] = value
+    _write(tmp_path, "broken.json", claims=[_claim(), claim])
+    with pytest.raises(ValueError, match=rf"results/broken\.json.*'{key}'"):
+        reproductions.render(tmp_path)
+
+
+def test_a_claims_file_without_its_machine_fails(tmp_path):
+    _write(tmp_path, "broken.json", claims=[_claim()],
+           machine={"cpu": "AMD EPYC", "cores": 2})
+    with pytest.raises(ValueError, match=r"broken\.json.*'device'"):
+        reproductions.render(tmp_path)
+
+
+def test_a_music_file_whose_paper_lacks_a_variant_fails(tmp_path):
+    record = _music([("relative_voices", 186, 1.7)])
+    record["paper"] = [row for row in record["paper"]
+                       if row[0] != "Relative Transformer + cpsi"]
+    (tmp_path / "music_transformer_jsb.json").write_text(json.dumps(record))
+    with pytest.raises(ValueError, match="music_transformer_jsb.json"):
+        reproductions.render(tmp_path)
+
+
+def test_files_without_claims_are_skipped(tmp_path):
+    _write(tmp_path, "layers.json")
+    (tmp_path / "music_transformer_jsb.json").write_text(
+        json.dumps(_music([("absolute", 313, 1.44)], paper=False)))
+    _write(tmp_path, "empty.json", claims=[])
+    _write(tmp_path, "x_quick.json", claims=[_claim()])  # a smoke run
+    assert reproductions.render(tmp_path) == (
+        "No results file in `benchmarks/results/` carries a paper's figure "
+        "yet.\n")
+    _write(tmp_path, "babi.json", claims=[_claim()])
+    text = reproductions.render(tmp_path)
+    assert "results/babi.json" in text
+    for skipped in ("layers.json", "music_transformer_jsb.json",
+                    "empty.json", "x_quick.json"):
+        assert skipped not in text
+
+
+def test_the_committed_results_render():
+    text = reproductions.render(BENCHMARKS / "results")
+    assert HEADER in text
+    assert "(`results/music_transformer_jsb.json`)" in text
+    record = json.loads(
+        (BENCHMARKS / "results" / "music_transformer_jsb.json").read_text())
+    paper = dict(record["paper"])
+    relative = [row for row in record["rows"] if row["variant"] == "relative"]
+    assert (f"| {paper['Relative Transformer + cpsi']:.3f} nats |") in text
+    assert f"| {relative[0]['best_nll']:.3f} nats |" in text
+    assert f"`{record['command']}`" in text
+
+
+def test_the_command_line(tmp_path):
+    _write(tmp_path, "babi.json", claims=[_claim()])
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "reproductions.py"),
+         "--results-dir", str(tmp_path)],
+        capture_output=True, text=True, timeout=60, check=True)
+    assert result.stdout == reproductions.render(tmp_path)
