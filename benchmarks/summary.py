@@ -256,6 +256,55 @@ def _variants(record):
     return lines
 
 
+def _babi(record):
+    """bAbI (benchmarks/babi.py): per task, our test error (mean over
+    seeds, and their spread) beside the paper's and the two rules with no
+    parameters; then the mean over the tasks run."""
+    lines = []
+    rows = record["rows"]
+    for group in record.get("summary", []):
+        key = (group["model"], group["size"], group["setting"])
+        mine = [r for r in rows
+                if (r["model"], r["size"], r["setting"]) == key]
+        ponder = "ponder_question" in mine[0]
+        lines += [f"**{key[0]}, bAbI {key[1]}, {key[2]}**, "
+                  f"{group['seeds']} seed(s):", "",
+                  "| task | error (%) | seeds' spread | paper's error (%) "
+                  "| last-named rule | majority rule | epoch kept | "
+                  "examples/s |" + (" ponder: question / supporting / "
+                                     "other |" if ponder else ""),
+                  "|---" * (8 + ponder) + "|"]
+        for task in group["tasks"]:
+            runs = [r for r in mine if r["task"] == task]
+            errors = [r["test_error"] for r in runs]
+            paper = runs[0]["paper_error"]
+            line = (f"| {task} | {sum(errors) / len(errors):.1f} | "
+                    f"{_spread(errors)} | "
+                    f"{'—' if paper is None else f'{paper:.1f}'} | "
+                    f"{100 * (1 - runs[0]['last_named_rule']):.1f} | "
+                    f"{100 * (1 - runs[0]['majority_rule']):.1f} | "
+                    f"{', '.join(str(r['best_epoch']) for r in runs)} | "
+                    f"{sum(r['examples_per_s'] for r in runs) / len(runs):,.0f} |")
+            if ponder:
+                line += " " + " / ".join(
+                    f"{sum(r[name] for r in runs) / len(runs):.2f}"
+                    for name in ("ponder_question", "ponder_supporting",
+                                 "ponder_other")) + " |"
+            lines.append(line)
+        lines += ["", f"Mean error over {len(group['tasks'])} task(s): "
+                  f"**{group['mean_error']:.2f}%** (seeds' spread "
+                  f"{group['seed_spread']:.2f}); failed (> 5% error): "
+                  f"{len(group['failed'])} {group['failed']}.", ""]
+    return lines or _generic(record)
+
+
+def _spread(values):
+    if len(values) < 2:
+        return "—"
+    mean = sum(values) / len(values)
+    return f"±{(sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5:.1f}"
+
+
 def _generic(record):
     rows = record["rows"]
     if not rows:
@@ -295,6 +344,8 @@ def render(record, stem=None):
         lines += _long(record)
     elif record["benchmark"].startswith("long_range"):
         lines += _long_range(record)
+    elif record["benchmark"].startswith("babi"):
+        lines += _babi(record)
     elif record["benchmark"].startswith("attention_variants"):
         lines += _variants(record)
     elif "concurrency" in first and "model" in first:

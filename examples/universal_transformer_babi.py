@@ -34,6 +34,7 @@ import time
 import keras
 import numpy as np
 
+from keras_attention import visualize
 from keras_attention.models import UniversalTransformerReader
 from keras_attention.text import babi
 
@@ -117,26 +118,12 @@ def last_place_rule(samples, memory_size):
 
 
 def plot_ponder(sample, ponder, path):
-    """Bars: the ponder time (steps + remainder) of the question and of
-    each sentence of one test story, supporting sentences marked."""
-    from matplotlib.figure import Figure
-
-    sentences = list(sample.sentences)
-    labels = [f"Q: {sample.question}"] + [
-        f"{'*' if i in sample.supporting_ids else ' '} {text}"
-        for i, text in zip(sample.sentence_ids, sentences)]
-    values = ponder[: len(labels)]
-    figure = Figure(figsize=(7.0, 0.32 * len(labels) + 1.0))
-    axes = figure.add_subplot()
-    colours = ["#555555"] + ["#d62728" if i in sample.supporting_ids
-                             else "#1f77b4" for i in sample.sentence_ids]
-    axes.barh(range(len(labels)), values, color=colours)
-    axes.set_yticks(range(len(labels)), labels, fontsize="small")
-    axes.invert_yaxis()
-    axes.set_xlabel("ponder time (steps + remainder); * supporting")
-    axes.set_title(f"answer: {sample.answer}")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    """The ponder time of each sentence of one test story, supporting
+    sentences marked (`keras_attention.visualize.plot_ponder`)."""
+    supporting = [i for i, line in enumerate(sample.sentence_ids)
+                  if line in sample.supporting_ids]
+    visualize.plot_ponder(sample.question, sample.sentences, ponder,
+                          supporting, answer=sample.answer, path=path)
     return path
 
 

@@ -15,7 +15,8 @@ check, and the benchmark tables rendered from `benchmarks/results/*.json`.
   `<!-- reproductions -->` with `benchmarks/reproductions.py`'s table of
   the paper figures those files carry (a malformed claim fails the build),
   `<!-- cli-help -->` with every command's `--help`, and
-  `<!-- include PATH -->` with a file of the repository (less its title).
+  `<!-- include PATH -->` with a file of the repository (less its title),
+  and `<!-- results NAME -->` with the section of `results/NAME.json`.
 
 Public names: a module's `__all__`, or, for a module without one
 (`keras_attention.decoding`), the functions and classes it defines whose
@@ -41,6 +42,8 @@ CLI_MARKER = "<!-- cli-help -->"
 # title, so a guide and the README beside the files it explains cannot
 # disagree.
 INCLUDE = re.compile(r"<!-- include ([\w./-]+) -->")
+# `<!-- results babi_memory_network -->`: that results file's section.
+RESULTS_FILE = re.compile(r"<!-- results ([\w-]+) -->")
 
 # (page, title, [(module, names or None for its public names, heading)]).
 # Layers get a page each, under api/layers/.
@@ -253,6 +256,24 @@ def on_files(files, config):
     return files
 
 
+def _summary_module():
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_summary", ROOT / "benchmarks" / "summary.py")
+    summary = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(summary)
+    return summary
+
+
+def results_file_markdown(match):
+    """One results file's section (`<!-- results NAME -->`), its heading
+    two levels down, as on a model's page."""
+    summary = _summary_module()
+    path = summary.RESULTS / f"{match.group(1)}.json"
+    lines = summary.render(json.loads(path.read_text()), path.stem)
+    return "\n".join("##" + line if line.startswith("## ") else line
+                     for line in lines)
+
+
 def benchmark_markdown():
     """`benchmarks/summary.py`'s rendering of every results file (smoke
     runs left out, as in `benchmarks/RESULTS.md`)."""
@@ -323,6 +344,7 @@ def _included(match):
 
 def on_page_markdown(markdown, page, config, files):
     markdown = INCLUDE.sub(_included, markdown)
+    markdown = RESULTS_FILE.sub(results_file_markdown, markdown)
     if BENCHMARK_MARKER in markdown:
         markdown = markdown.replace(BENCHMARK_MARKER, benchmark_markdown())
     if REPRODUCTIONS_MARKER in markdown:

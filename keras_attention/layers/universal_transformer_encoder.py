@@ -20,20 +20,35 @@ class UniversalTransformerEncoder(keras.layers.Layer):
 
     With `act=True`, Adaptive Computation Time (Graves, 2016) decides per
     position how many steps to take: a halting unit gives
-    `p_t = sigmoid(w·h + b)`; a position keeps running while its summed
-    halting probability stays at or below `act_threshold` (1 − ε); at the
-    step that would cross it, and at the last step for positions still
+    `p_t = sigmoid(w·h + b)` from the step's input (`b` starts at 1, as in
+    tensor2tensor, so `p ≈ 0.73` and most positions start by halting at
+    the second step); a position keeps running while its summed halting
+    probability stays at or below `act_threshold` (1 − ε); at the step
+    that would cross it, and at the last step for positions still
     running, it halts and spends its remainder `R = 1 − Σ p`. The output
     is the sum of the step states weighted by `p_t` (running steps) and
     the remainder (the halting step), so each position's weights sum to 1.
     The ponder cost `N + R` (steps taken plus remainder, averaged over real
     positions) times `ponder_weight` is added to the layer's losses. As in
     the authors' code, every step computes the block for every position
-    (the static loop fits any backend and XLA): a halted position keeps
-    being transformed, and the running ones attend to it, but it adds
-    nothing more to its output. The output is Graves' weighted sum of the
-    step states; the authors' code interpolates instead (`w·h_t + (1 −
-    w)·previous`), whose weights do not sum to 1.
+    (the static loop fits any backend and XLA): a halted position's
+    *output* is frozen, but its state keeps being transformed and the
+    running positions attend to that state. The output is Graves' weighted
+    sum of the step states; the authors' code interpolates instead (`w·h_t
+    + (1 − w)·previous`), whose weights do not sum to 1.
+
+    Halting after the first step is absorbing: when `p_1 > 1 − ε`, `N = 1`
+    and `R = 1` whatever `p_1` is, so neither the ponder cost nor the task
+    loss moves that position's halting unit again. The unit is shared by
+    every position, so a model must give every position's output a part
+    in its loss (tensor2tensor's bAbI and classification heads average all
+    positions), or the positions whose output nothing reads see only the
+    ponder cost and drag the shared unit to one step
+    (`keras_attention.models.UniversalTransformerReader`, `readout`).
+
+    With `normalize_first=True` (pre-norm, tensor2tensor's UT) a final
+    layer normalization is applied to the output, as tensor2tensor's
+    encoder does after its last step.
 
     The arguments `intermediate_dim`, `num_heads`, `key_dim`, `dropout`,
     `activation`, `layer_norm_epsilon`, `normalize_first`,
@@ -127,7 +142,8 @@ class UniversalTransformerEncoder(keras.layers.Layer):
             dtype=self.dtype_policy, name="block")
         self.block.build(inputs_shape)
         if self.act:
-            # A positive bias: positions start by running (Graves: b = 1).
+            # b = 1 (tensor2tensor's act_halting_bias_init): p ~ 0.73, so
+            # most positions start by halting at the second step.
             self.halting = keras.layers.Dense(
                 1, activation="sigmoid",
                 kernel_initializer=keras.initializers.get(
@@ -135,6 +151,11 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                 bias_initializer=keras.initializers.Constant(1.0),
                 dtype=self.dtype_policy, name="halting")
             self.halting.build(inputs_shape)
+        if self.normalize_first:  # the residual stream, normalized once
+            self.output_layer_norm = keras.layers.LayerNormalization(
+                epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy,
+                name="output_layer_norm")
+            self.output_layer_norm.build(inputs_shape)
 
     def _step_input(self, state, step):
         length = state.shape[1] or ops.shape(state)[1]
@@ -159,14 +180,18 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                 state = self.block(self._step_input(state, step),
                                    padding_mask=padding_mask,
                                    training=training)
-            if return_ponder:
-                return state, ops.full(ops.shape(inputs)[:2],
-                                       float(self.max_steps),
-                                       self.compute_dtype)
-            return state
-        return self._adaptive(inputs, padding_mask, return_ponder, training)
+            ponder = ops.full(ops.shape(inputs)[:2], float(self.max_steps),
+                              self.compute_dtype)
+        else:
+            state, ponder = self._adaptive(inputs, padding_mask, training)
+        if self.normalize_first:
+            state = self.output_layer_norm(state)
+        if return_ponder:
+            return state, ponder
+        return state
 
-    def _adaptive(self, inputs, padding_mask, return_ponder, training):
+    def _adaptive(self, inputs, padding_mask, training):
+        """ACT's weighted output `(B, T, D)` and ponder times `(B, T)`."""
         shape = ops.shape(inputs)[:2]
         halted_sum = ops.zeros(shape, "float32")  # Σ p of running steps
         remainders = ops.zeros(shape, "float32")
@@ -197,9 +222,7 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         cost = ops.sum(ponder * real) / ops.maximum(ops.sum(real), 1.0)
         if self.ponder_weight > 0:
             self.add_loss(self.ponder_weight * cost)
-        if return_ponder:
-            return output, ops.cast(ponder, self.compute_dtype)
-        return output
+        return output, ops.cast(ponder, self.compute_dtype)
 
     def get_config(self):
         config = super().get_config()

@@ -12,6 +12,8 @@ from keras import ops
 from keras_attention import _validation
 from keras_attention.layers import UniversalTransformerEncoder
 
+READOUTS = ("mean", "question")
+
 
 def newest_first(story):
     """A story's sentences newest first, the empty slots still last.
@@ -46,12 +48,24 @@ class UniversalTransformerReader(keras.Model):
     Each sentence (and the question) is one vector: its words' embeddings
     weighted by a learned multiplicative position mask (initialised to
     MemN2N's position encoding, as in the paper's bAbI set-up) and summed.
-    The question, then the story's sentences oldest first (newest first
-    with `newest_first=True`), form one sequence, which a
+    The word embeddings are drawn `N(0, 1/D)` and multiplied by `√D`, as
+    tensor2tensor's `multiply_embedding_mode="sqrt_depth"`: a sentence
+    vector is then as large as the coordinate embedding added before every
+    step (Keras' default `U(−0.05, 0.05)` makes it some 50 times smaller,
+    and the block sees little but positions; a two-hop task is then not
+    learnt). The question, then the story's sentences oldest first (newest
+    first with `newest_first=True`), form one sequence, which a
     `UniversalTransformerEncoder` (one block, `max_steps` recurrent steps,
-    ACT if `act`) reads; the answer is a softmax over the vocabulary from
-    the question's final state. Empty story slots are padding (after the
-    sentences, so how many there are changes nothing).
+    ACT if `act`; pre-norm with a final layer normalization by default,
+    as tensor2tensor's UT) reads. The answer is a softmax over the
+    vocabulary from the mean of every real position's final state
+    (`readout="mean"`, tensor2tensor's class-label head, as the authors'
+    bAbI code reads it) or from the question's (`readout="question"`).
+    With ACT, the mean gives every position's halting a part in the
+    answer's loss; with the question's state alone, the sentences' halting
+    sees only the ponder cost and the shared halting unit collapses to one
+    step (see `UniversalTransformerEncoder`). Empty story slots are
+    padding (after the sentences, so how many there are changes nothing).
 
     Newest first, a sentence's position is its age counted back from the
     question, as MemN2N's temporal encoding counts it, so "the latest
@@ -66,6 +80,12 @@ class UniversalTransformerReader(keras.Model):
         max_steps, act, act_threshold, ponder_weight, dropout: the
             encoder's (`UniversalTransformerEncoder`).
         newest_first: bool; the sentences' order in the sequence.
+        normalize_first: bool; pre-norm blocks and a final layer
+            normalization (True, tensor2tensor's UT) or post-norm blocks.
+            Post-norm with four or more steps did not learn a two-hop task
+            that pre-norm learns (docs/models/universal-transformer.md).
+        readout: `"mean"` (every real position's final state, averaged)
+            or `"question"` (the question's final state).
 
     Call arguments:
         inputs: dict `{"story": (B, M, J) int, "question": (B, J) int}`,
@@ -100,7 +120,8 @@ class UniversalTransformerReader(keras.Model):
     def __init__(self, vocabulary_size, sentence_size, hidden_dim=64,
                  num_heads=4, intermediate_dim=128, max_steps=4, act=False,
                  act_threshold=0.99, ponder_weight=0.01, dropout=0.0,
-                 newest_first=False, **kwargs):
+                 newest_first=False, normalize_first=True, readout="mean",
+                 **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size",
                                                         vocabulary_size)
@@ -119,14 +140,24 @@ class UniversalTransformerReader(keras.Model):
                 "`newest_first` must be a bool, received: "
                 f"newest_first={newest_first!r}")
         self.newest_first = bool(newest_first)
+        if not isinstance(normalize_first, (bool, np.bool_)):
+            raise ValueError(
+                "`normalize_first` must be a bool, received: "
+                f"normalize_first={normalize_first!r}")
+        self.normalize_first = bool(normalize_first)
+        self.readout = _validation.choice("readout", readout, READOUTS)
         policy = self.dtype_policy
+        # tensor2tensor's "sqrt_depth": N(0, 1/D), times √D in _sentences.
         self.word_embedding = keras.layers.Embedding(
-            self.vocabulary_size, self.hidden_dim, dtype=policy,
-            name="word_embedding")
+            self.vocabulary_size, self.hidden_dim,
+            embeddings_initializer=keras.initializers.RandomNormal(
+                stddev=self.hidden_dim ** -0.5),
+            dtype=policy, name="word_embedding")
         self.encoder = UniversalTransformerEncoder(
             intermediate_dim=self.intermediate_dim, num_heads=self.num_heads,
             max_steps=max_steps, act=act, act_threshold=act_threshold,
-            ponder_weight=ponder_weight, dropout=dropout, dtype=policy,
+            ponder_weight=ponder_weight, dropout=dropout,
+            normalize_first=self.normalize_first, dtype=policy,
             name="universal_transformer")
         # The encoder's checked values.
         self.max_steps = self.encoder.max_steps
@@ -160,7 +191,8 @@ class UniversalTransformerReader(keras.Model):
                 f"Sentences must be padded to sentence_size="
                 f"{self.sentence_size} words, received: shape "
                 f"{tuple(words.shape)}")
-        embedded = self.word_embedding(words)  # (..., J, D)
+        embedded = self.word_embedding(words) * ops.cast(
+            self.hidden_dim ** 0.5, self.compute_dtype)  # (..., J, D)
         present = ops.cast(ops.not_equal(words, 0), embedded.dtype)[..., None]
         weights = ops.cast(self.position_mask, embedded.dtype)
         return ops.sum(embedded * weights * present, axis=-2)  # (..., D)
@@ -178,7 +210,12 @@ class UniversalTransformerReader(keras.Model):
             [ops.ones_like(slot_mask[:, :1]), slot_mask], axis=1)
         states, ponder = self.encoder(sequence, padding_mask=mask,
                                       return_ponder=True, training=training)
-        logits = self.answer(states[:, 0])  # (B, V), the question's state
+        if self.readout == "mean":
+            real = ops.cast(mask, states.dtype)[..., None]  # (B, 1+M, 1)
+            pooled = ops.sum(states * real, axis=1) / ops.sum(real, axis=1)
+        else:
+            pooled = states[:, 0]  # the question's state
+        logits = self.answer(pooled)  # (B, V)
         if return_ponder and self.newest_first:  # back to the inputs' slots
             ponder = ops.concatenate([ponder[:, :1], _reverse_filled(
                 ponder[:, 1:], slot_mask, ponder[:, 1:])], axis=1)
@@ -200,5 +237,7 @@ class UniversalTransformerReader(keras.Model):
             "ponder_weight": self.ponder_weight,
             "dropout": self.dropout,
             "newest_first": self.newest_first,
+            "normalize_first": self.normalize_first,
+            "readout": self.readout,
         })
         return config

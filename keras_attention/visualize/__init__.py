@@ -15,6 +15,8 @@
   (`upsample_attention` spreads each location's weight over its pixels).
 - `plot_piano_roll(chorale (T, 4))`: a four-voice chorale (sampled by a
   language model, or a primer and its continuation) as a piano roll.
+- `plot_ponder(question, sentences, ponder)`: a Universal Transformer's
+  ponder time per sentence of a bAbI story, supporting facts marked.
 - `clean_pieces`: SentencePiece pieces as labels ("▁" word starts removed,
   continuation pieces shown as "·piece").
 
@@ -31,6 +33,7 @@ _EXPORTS = {
     "plot_heads": "heatmaps",
     "plot_image_attention": "image_attention",
     "plot_piano_roll": "piano_roll",
+    "plot_ponder": "ponder",
     "plot_hops": "heatmaps",
     "plot_pooling": "heatmaps",
     "plot_translation": "translation",

@@ -57,6 +57,24 @@ def test_without_act_t_steps_are_t_applications_of_the_block():
     assert not encoder.losses
 
 
+def test_pre_norm_ends_with_a_layer_normalization():
+    """tensor2tensor's pre-norm UT normalizes the residual stream once,
+    after the last step; post-norm blocks end normalized already."""
+    encoder = _encoder(max_steps=2, normalize_first=True)
+    inputs, padding = _inputs(), _padding()
+    state = inputs
+    for step in range(2):
+        state = as_numpy(encoder.block(
+            state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None],
+            padding_mask=padding))
+    mean = state.mean(-1, keepdims=True)
+    variance = state.var(-1, keepdims=True)
+    normalized = (state - mean) / np.sqrt(variance + 1e-5)
+    assert_allclose(encoder(inputs, padding_mask=padding), normalized,
+                    atol=1e-4)
+    assert not hasattr(_encoder(max_steps=2), "output_layer_norm")
+
+
 def act_reference(encoder, inputs, padding):
     """ACT's bookkeeping in NumPy over the layer's own halting unit and
     block: `(output, ponder, weights (S, B, T))`."""
@@ -134,14 +152,16 @@ def test_act_gradient_reaches_the_halting_unit():
     ids=["recurrent_pre_norm", "act"])
 def test_harness(init_kwargs):
     act = init_kwargs.get("act", False)
+    pre_norm = init_kwargs.get("normalize_first", False)
     run_layer_test(
         UniversalTransformerEncoder,
         {"intermediate_dim": 16, "num_heads": 2, **init_kwargs},
         inputs={"inputs": _inputs(), "padding_mask": _padding()},
         call_kwargs={"return_ponder": True},
         # The block's 16 (attention 8, two layer norms 4, feed-forward 4),
-        # and the halting unit's kernel and bias.
-        expected_num_trainable_weights=16 + (2 if act else 0),
+        # the halting unit's kernel and bias, pre-norm's final layer norm.
+        expected_num_trainable_weights=16 + (2 if act else 0)
+        + (2 if pre_norm else 0),
         expected_num_losses=1 if act else 0,
         expected_output_shape=(BATCH, LENGTH, DIM),
         mask_argument="padding_mask",
