@@ -525,6 +525,14 @@ def finish_arguments(p, args):
     return args
 
 
+def write(args, name, rows, command, complete):
+    harness.write_results(
+        name, rows, directory=args.results_dir, summary=summary(rows),
+        claims=claims(rows, command), complete=complete,
+        settings={key: value for key, value in vars(args).items()
+                  if key not in ("results_dir", "results_name", "verbose")})
+
+
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
@@ -542,29 +550,27 @@ def main(argv=None):
     started = time.perf_counter()
     rows = []
     groups = [args.tasks] if args.joint else [[task] for task in args.tasks]
-    for seed in range(args.seed, args.seed + args.seeds):
-        for tasks in groups:
-            new, model, vocabulary, sentence_size = run_group(
-                args, tasks, loaded, seed, started)
-            rows += new
-            if args.plot and seed == args.seed and args.plot_task in tasks:
-                plot_ponder_story(model, loaded, args.plot_task, vocabulary,
-                                  sentence_size, args, args.plot)
-    groups_summary = summary(rows)
-    for group in groups_summary:
+    command = "python benchmarks/babi.py " + " ".join(
+        sys.argv[1:] if argv is None else argv)
+    name = args.results_name or f"babi_{args.model}"
+    runs = [(seed, tasks) for seed in range(args.seed, args.seed + args.seeds)
+            for tasks in groups]
+    for done, (seed, tasks) in enumerate(runs, start=1):
+        new, model, vocabulary, sentence_size = run_group(
+            args, tasks, loaded, seed, started)
+        rows += new
+        if args.plot and seed == args.seed and args.plot_task in tasks:
+            plot_ponder_story(model, loaded, args.plot_task, vocabulary,
+                              sentence_size, args, args.plot)
+        # Written after every model, so a stopped sweep keeps its rows
+        # (`complete` says whether every model of the command was run).
+        write(args, name, rows, command, complete=done == len(runs))
+    for group in summary(rows):
         print(f"{group['model']} {group['size']} {group['setting']}: mean "
               f"test error {group['mean_error']:.2f}% over "
               f"{len(group['tasks'])} tasks, {group['seeds']} seed(s) "
               f"(spread {group['seed_spread']:.2f}), failed (> 5%): "
               f"{group['failed']}")
-    command = " ".join(["python benchmarks/babi.py"] + sys.argv[1:]) if (
-        argv is None) else " ".join(["python benchmarks/babi.py"] + argv)
-    name = args.results_name or f"babi_{args.model}"
-    harness.write_results(
-        name, rows, directory=args.results_dir, summary=groups_summary,
-        claims=claims(rows, command),
-        settings={key: value for key, value in vars(args).items()
-                  if key not in ("results_dir", "results_name", "verbose")})
     return rows
 
 

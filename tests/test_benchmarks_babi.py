@@ -1,0 +1,125 @@
+"""benchmarks/babi.py: a tiny run on generated stories laid out as the
+bAbI release writes one row per task and seed, the rules with no
+parameters, the summary and the Reproductions claims; its argument errors
+are one line."""
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from keras_attention.text import babi
+from tests.test_benchmarks_summary import run_benchmark
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_babi", BENCHMARKS / "babi.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(BENCHMARKS))
+    spec.loader.exec_module(module)
+    return module
+
+
+def _release(root):
+    """Tasks 1 and 2 (generated) where the release keeps them, 1k."""
+    folder = root / "en"
+    folder.mkdir(parents=True)
+    for task in (1, 2):
+        for split, seed in (("train", 1), ("test", 2)):
+            name = f"qa{task}_{babi.TASK_NAMES[task]}_{split}.txt"
+            babi.write_babi(folder / name, task, 60, seed=seed + 10 * task)
+    return root
+
+
+def test_rules_with_no_parameters():
+    module = _module()
+    train = babi.parse_babi(
+        "1 Mary went to the office.\n2 Where is Mary?\toffice\t1\n"
+        "1 John went to the garden.\n2 Where is John?\tgarden\t1\n"
+        "3 Mary went to the garden.\n4 Where is Mary?\tgarden\t3\n")
+    test = babi.parse_babi(
+        "1 Mary went to the office.\n2 John went to the kitchen.\n"
+        "3 Where is Mary?\toffice\t1\n")
+    # "garden" is the most frequent training answer: wrong here.
+    assert module.majority_rule(train, test) == 0.0
+    # The last training answer the story names is "office" ("kitchen"
+    # never was an answer): right.
+    assert module.last_named_rule(train, test, 50) == 1.0
+    # Kept to the last sentence, the story names no answer: the majority.
+    assert module.last_named_rule(train, test, 1) == 0.0
+
+
+def test_tiny_run_writes_rows_summary_and_claims(tmp_path):
+    root = _release(tmp_path / "babi")
+    stdout, record = run_benchmark(
+        "babi.py", tmp_path / "results", "--data", str(root), "--tasks",
+        "1,2", "--seeds", "2", "--epochs", "2", "--hidden", "16", "--heads",
+        "2", "--ff", "32", "--steps", "2", "--memory-size", "10",
+        "--backend", "tensorflow", timeout=600)
+    rows = record["rows"]
+    assert [(r["task"], r["seed"]) for r in rows] == [
+        (1, 0), (2, 0), (1, 1), (2, 1)]
+    for row in rows:
+        assert 0.0 <= row["test_accuracy"] <= 1.0
+        assert row["test_error"] == pytest.approx(
+            100 * (1 - row["test_accuracy"]))
+        assert 1 <= row["best_epoch"] <= row["epochs"] == 2
+        assert row["paper_error"] == 0.0  # appendix E: tasks 1, 2 at 1k
+        assert 1.0 <= row["ponder_question"] <= 3.0  # N + R, 2 steps
+        assert row["examples_per_s"] > 0
+    (group,) = record["summary"]
+    assert group["tasks"] == [1, 2] and group["seeds"] == 2
+    mean = sum(r["test_error"] for r in rows) / 4
+    assert group["mean_error"] == pytest.approx(mean)
+    claims = record["claims"]
+    assert claims[0]["claim"].startswith(
+        "UT w/ dynamic halting, 1k single, best of 2 seeds by validation: "
+        "mean error over 2 tasks")
+    assert claims[0]["theirs"].startswith("4.55% over 20 (3 failed)")
+    assert {c["reproduced"] for c in claims} <= {"yes", "partly", "no"}
+    assert "mean test error" in stdout and "last named" in stdout
+
+
+def test_memory_network_single_run(tmp_path):
+    root = _release(tmp_path / "babi")
+    _, record = run_benchmark(
+        "babi.py", tmp_path / "results", "--model", "memory_network",
+        "--data", str(root), "--tasks", "1", "--epochs", "3",
+        "--linear-epochs", "1", "--embedding-dim", "8",
+        "--backend", "tensorflow", timeout=600)
+    (row,) = record["rows"]
+    assert row["model"] == "memory_network" and row["paper_error"] == 0.0
+    assert "ponder_question" not in row
+    assert 2 <= row["best_epoch"] <= 3  # chosen after the linear start
+    assert record["claims"][0]["paper"] == "Sukhbaatar et al. 2015"
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--tasks", "0"], "--tasks: must be 'all' or task numbers"),
+    (["--tasks", "1", "--plot-task", "2"], "--plot-task must be one of"),
+    (["--epochs", "0"], "--epochs must be positive, received: 0"),
+    (["--model", "memory_network", "--plot", "x.png"],
+     "--plot draws ACT's ponder times"),
+    (["--hidden", "10", "--heads", "4"], "--hidden must be divisible"),
+])
+def test_argument_errors_are_one_line(tmp_path, arguments, message):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "babi.py"), "--data",
+         str(tmp_path), *arguments], capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_missing_file_is_one_line(tmp_path):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "babi.py"), "--data",
+         str(tmp_path), "--tasks", "3", "--size", "10k"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "qa3_three-supporting-facts_train" in result.stderr
