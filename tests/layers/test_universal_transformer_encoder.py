@@ -134,6 +134,31 @@ def test_act_matches_graves_rule_and_weights_sum_to_one(threshold, bias):
     assert_allclose(loss, 0.1 * ponder[real].mean(), atol=1e-5)
 
 
+@pytest.mark.parametrize("probability, ponder, weights", [
+    (0.3, 4.1, [0.3, 0.3, 0.3, 0.1]),  # 0.9 + 0.3 > 0.99 at step 4
+    (0.6, 2.4, [0.6, 0.4, 0.0, 0.0]),  # 0.6 + 0.6 > 0.99 at step 2
+    (0.995, 2.0, [1.0, 0.0, 0.0, 0.0]),  # halts at once: N = 1, R = 1
+])
+def test_act_golden_values_for_a_constant_halting_probability(
+        probability, ponder, weights):
+    """Graves' N + R and step weights by hand: the halting unit's kernel
+    zeroed, its bias the logit of `probability`, 4 steps at most."""
+    encoder = _encoder(act=True, max_steps=4)
+    encoder.halting.kernel.assign(np.zeros((DIM, 1), "float32"))
+    encoder.halting.bias.assign(
+        np.full((1,), np.log(probability / (1 - probability)), "float32"))
+    inputs, padding = _inputs(), _padding()
+    output, got = encoder(inputs, padding_mask=padding, return_ponder=True)
+    assert_allclose(got, np.full((BATCH, LENGTH), ponder), atol=1e-5)
+    state, want = inputs, 0.0
+    for step, weight in enumerate(weights):
+        state = as_numpy(encoder.block(
+            state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None],
+            padding_mask=padding))
+        want = want + weight * state
+    assert_allclose(output, want, atol=1e-4)
+
+
 def test_act_gradient_reaches_the_halting_unit():
     encoder = _encoder(act=True, act_threshold=0.9)
     inputs = _inputs()
