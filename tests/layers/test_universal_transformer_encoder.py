@@ -42,14 +42,22 @@ def test_coordinate_embedding_is_position_plus_step_sinusoids():
                         table[:LENGTH] + table[step], atol=1e-6)
 
 
-def test_without_act_t_steps_are_t_applications_of_the_block():
-    encoder = _encoder(max_steps=3)
-    inputs, padding = _inputs(), _padding()
-    state = inputs
-    for step in range(3):
+def _by_hand(encoder, inputs, padding, weights):
+    """The step states of the shared block applied by hand, `h_t =
+    Block(h_{t-1} + P_t)`, summed with `weights` (one per step)."""
+    state, total = inputs, 0.0
+    for step, weight in enumerate(weights):
         state = as_numpy(encoder.block(
             state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None],
             padding_mask=padding))
+        total = total + weight * state
+    return total
+
+
+def test_without_act_t_steps_are_t_applications_of_the_block():
+    encoder = _encoder(max_steps=3)
+    inputs, padding = _inputs(), _padding()
+    state = _by_hand(encoder, inputs, padding, [0.0, 0.0, 1.0])
     output, ponder = encoder(inputs, padding_mask=padding,
                              return_ponder=True)
     assert_allclose(output, state, atol=1e-5)
@@ -62,11 +70,7 @@ def test_pre_norm_ends_with_a_layer_normalization():
     after the last step; post-norm blocks end normalized already."""
     encoder = _encoder(max_steps=2, normalize_first=True)
     inputs, padding = _inputs(), _padding()
-    state = inputs
-    for step in range(2):
-        state = as_numpy(encoder.block(
-            state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None],
-            padding_mask=padding))
+    state = _by_hand(encoder, inputs, padding, [0.0, 1.0])
     mean = state.mean(-1, keepdims=True)
     variance = state.var(-1, keepdims=True)
     normalized = (state - mean) / np.sqrt(variance + 1e-5)
@@ -150,13 +154,8 @@ def test_act_golden_values_for_a_constant_halting_probability(
     inputs, padding = _inputs(), _padding()
     output, got = encoder(inputs, padding_mask=padding, return_ponder=True)
     assert_allclose(got, np.full((BATCH, LENGTH), ponder), atol=1e-5)
-    state, want = inputs, 0.0
-    for step, weight in enumerate(weights):
-        state = as_numpy(encoder.block(
-            state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None],
-            padding_mask=padding))
-        want = want + weight * state
-    assert_allclose(output, want, atol=1e-4)
+    assert_allclose(output, _by_hand(encoder, inputs, padding, weights),
+                    atol=1e-4)
 
 
 def test_act_gradient_reaches_the_halting_unit():
