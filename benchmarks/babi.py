@@ -41,6 +41,9 @@ import time
 import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+# The repository, for a machine where the package is not installed (a lent
+# GPU runs the script from a copy of the working tree).
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import harness  # noqa: E402
 
@@ -181,12 +184,14 @@ def train(args, model, data, seconds_left):
     """Fit epoch by epoch, keeping the weights of the best validation
     accuracy (ties: lower loss); stops at `--epochs` or when the run's
     minutes are spent. Returns (best epoch, its validation accuracy,
-    epochs run, training examples seen)."""
+    epochs run, training examples seen, the validation accuracy of every
+    epoch)."""
     (inputs, answers), (valid_inputs, valid_answers) = data
     best = (-1.0, -np.inf, 0)  # accuracy, -loss, epoch
     weights = None
     started = time.perf_counter()
     epoch = seen = 0
+    curve = []
     linear = args.model == "memory_network" and args.linear_epochs > 0
     if linear:
         model.linear_start = True
@@ -200,6 +205,7 @@ def train(args, model, data, seconds_left):
         seen += len(answers)
         loss, accuracy = model.evaluate(valid_inputs, valid_answers,
                                         batch_size=256, verbose=0)
+        curve.append(round(float(accuracy), 4))
         if args.verbose:
             print(f"  epoch {epoch}: validation accuracy {accuracy:.3f} "
                   f"loss {loss:.3f}", flush=True)
@@ -211,7 +217,7 @@ def train(args, model, data, seconds_left):
         model.set_weights(weights)
     if linear:
         model.linear_start = False
-    return best[2], best[0], epoch, seen
+    return best[2], best[0], epoch, seen, curve
 
 
 def vectorize(samples, vocabulary, args, sentence_size):
@@ -251,7 +257,7 @@ def run_group(args, tasks, loaded, seed, started):
             vectorize(valid_samples, vocabulary, args, sentence_size))
     model = build_model(args, len(vocabulary), sentence_size, seed)
     begun = time.perf_counter()
-    best_epoch, valid_accuracy, epochs, seen = train(
+    best_epoch, valid_accuracy, epochs, seen, curve = train(
         args, model, data, args.minutes * 60.0)
     seconds = time.perf_counter() - begun
     rows = []
@@ -272,6 +278,7 @@ def run_group(args, tasks, loaded, seed, started):
                 "joint" if args.joint else "single"),
             "best_epoch": best_epoch, "epochs": epochs,
             "valid_accuracy": float(valid_accuracy),
+            "valid_curve": curve,
             "train_questions": len(train_samples),
             "seconds": seconds,
             "examples_per_s": seen / max(seconds, 1e-9),

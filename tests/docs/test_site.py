@@ -170,6 +170,18 @@ def test_the_reproductions_page_is_rendered_from_the_results(built_site):
     assert "<!-- reproductions -->" not in html
     assert "<th>reproduced</th>" in html and "<th>theirs</th>" in html
     assert "results/music_transformer_jsb.json" in html
+    assert "results/babi_memory_network.json" in html
+
+
+def test_the_model_pages_render_their_babi_results(built_site):
+    """`<!-- results NAME -->`: one results file's table on a page."""
+    site, _ = built_site
+    for page, stem in [("memory-network", "babi_memory_network"),
+                       ("universal-transformer",
+                        "babi_universal_transformer_10k_task2")]:
+        html = (site / "models" / page / "index.html").read_text()
+        assert f"results/{stem}.json" in html, page
+        assert "paper&rsquo;s error" in html or "paper's error" in html
 
 
 def test_every_placeholder_of_the_hook_is_filled(built_site):
@@ -178,7 +190,8 @@ def test_every_placeholder_of_the_hook_is_filled(built_site):
     for page in site.rglob("*.html"):
         html = page.read_text()
         for marker in ("<!-- benchmark-results -->", "<!-- cli-help -->",
-                       "<!-- reproductions -->", "<!-- include "):
+                       "<!-- reproductions -->", "<!-- include ",
+                       "<!-- results "):
             assert marker not in html, (page, marker)
     cli = (site / "cli" / "index.html").read_text()
     assert "usage: keras-attention train" in cli
