@@ -123,3 +123,16 @@ def test_a_missing_file_is_one_line(tmp_path):
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "qa3_three-supporting-facts_train" in result.stderr
+
+
+def test_backends_benchmark_times_both_backends(tmp_path):
+    root = _release(tmp_path / "babi")
+    stdout, record = run_benchmark(
+        "babi_backends.py", tmp_path / "results", "--data", str(root),
+        "--models", "memory_network", "--repeats", "1", "--examples", "32",
+        "--epochs", "1", timeout=600)
+    (row,) = record["rows"]
+    assert row["jax_examples_per_s"] > 0 and row["tensorflow_examples_per_s"] > 0
+    assert row["tensorflow_over_jax"] == pytest.approx(
+        row["tensorflow_examples_per_s"] / row["jax_examples_per_s"])
+    assert "TensorFlow / JAX" in stdout
