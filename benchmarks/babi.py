@@ -242,9 +242,12 @@ def ponder_by_role(samples, ponder, memory_size):
         for slot, line in enumerate(ids):
             (supporting if line in sample.supporting_ids else other).append(
                 times[1 + slot])
-    return {"ponder_question": float(np.mean(question)),
-            "ponder_supporting": float(np.mean(supporting)),
-            "ponder_other": float(np.mean(other))}
+    def mean(values):  # None where a task has no such sentence (task 17)
+        return float(np.mean(values)) if values else None
+
+    return {"ponder_question": mean(question),
+            "ponder_supporting": mean(supporting),
+            "ponder_other": mean(other)}
 
 
 def run_group(args, tasks, loaded, seed, started):
@@ -301,9 +304,10 @@ def run_group(args, tasks, loaded, seed, started):
               f"{best_epoch}/{epochs}, validation {valid_accuracy:.1%}; "
               f"rules: majority {row['majority_rule']:.1%}, last named "
               f"{row['last_named_rule']:.1%}"
-              + (f"; ponder q {row['ponder_question']:.2f} supporting "
-                 f"{row['ponder_supporting']:.2f} other "
-                 f"{row['ponder_other']:.2f}" if act else "")
+              + ("; ponder q/supporting/other " + " / ".join(
+                  "—" if row[name] is None else f"{row[name]:.2f}"
+                  for name in ("ponder_question", "ponder_supporting",
+                               "ponder_other")) if act else "")
               + f"; {seconds:.0f} s, {row['examples_per_s']:.0f} ex/s; "
               f"{(time.perf_counter() - started) / 60:.1f} min in all)",
               flush=True)

@@ -270,7 +270,7 @@ def _babi(record):
         lines += [f"**{key[0]}, bAbI {key[1]}, {key[2]}**, "
                   f"{group['seeds']} seed(s):", "",
                   "| task | error (%) | seeds' spread | paper's error (%) "
-                  "| last-named rule | majority rule | epoch kept | "
+                  "| last-named rule's error | majority rule's error | epoch kept | "
                   "examples/s |" + (" ponder: question / supporting / "
                                      "other |" if ponder else ""),
                   "|---" * (8 + ponder) + "|"]
@@ -287,7 +287,7 @@ def _babi(record):
                     f"{sum(r['examples_per_s'] for r in runs) / len(runs):,.0f} |")
             if ponder:
                 line += " " + " / ".join(
-                    f"{sum(r[name] for r in runs) / len(runs):.2f}"
+                    _mean_or_dash([r[name] for r in runs])
                     for name in ("ponder_question", "ponder_supporting",
                                  "ponder_other")) + " |"
             lines.append(line)
@@ -296,6 +296,13 @@ def _babi(record):
                   f"{group['seed_spread']:.2f}); failed (> 5% error): "
                   f"{len(group['failed'])} {group['failed']}.", ""]
     return lines or _generic(record)
+
+
+def _mean_or_dash(values):
+    """The mean of the values that are numbers (not None or NaN), or —
+    (a bAbI task with no sentence of that kind)."""
+    values = [v for v in values if v is not None and v == v]
+    return f"{sum(values) / len(values):.2f}" if values else "—"
 
 
 def _spread(values):
