@@ -151,16 +151,16 @@ def build_model(args, vocabulary_size, sentence_size, seed):
             intermediate_dim=args.ff, max_steps=args.steps,
             act=not args.no_act, dropout=args.dropout,
             readout=args.readout)
-        learning_rate, clip = args.learning_rate, "global_clipnorm"
+        clip = "global_clipnorm"
     else:
         model = MemoryNetwork(
             vocabulary_size, embedding_dim=args.embedding_dim,
             hops=args.hops, memory_size=args.memory_size,
             random_noise=args.random_noise, seed=seed)
         # The paper rescales each weight's gradient to norm 40 at most.
-        learning_rate, clip = args.learning_rate, "clipnorm"
+        clip = "clipnorm"
     model.compile(
-        optimizer=keras.optimizers.Adam(learning_rate,
+        optimizer=keras.optimizers.Adam(args.learning_rate,
                                         **{clip: args.clipnorm}),
         loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"])
@@ -383,9 +383,8 @@ def claims(rows, command):
                     else group["mean_error"])
             failed = (group["best_of_seeds_failed"] if best_of
                       else group["failed"])
-            subset = ([paper_task_error(model, t, size, setting)
-                       for t in tasks])
-            theirs_subset = float(np.mean(subset))
+            theirs_subset = float(np.mean(
+                [paper_task_error(model, t, size, setting) for t in tasks]))
             target = max(theirs_mean, theirs_subset) + 2.0
             out.append({
                 "paper": paper[0], "table": paper[1],
