@@ -12,7 +12,13 @@ layer's weights):
 - `keras`: `keras.layers.MultiHeadAttention(use_causal_mask=True)`;
 - `relative`, `relative dense` (with `--candidates`): `RelativeAttention`
   with relative keys up to 1,024 positions apart (the Music
-  Transformer's terms), `attention_impl="auto"` and `"dense"`.
+  Transformer's terms), `attention_impl="auto"` and `"dense"`;
+- `compressed`, `compressed dense` (with `--candidates`):
+  `MemoryCompressedAttention` (Liu et al.'s memory-compressed attention,
+  keys and values compressed by 3, causal over the slots),
+  `attention_impl="auto"` (the block-wise core over the slots,
+  `ops.blockwise_attention(key_stride=3)`, from 1,024 positions) and
+  `"dense"` (the `(B, N, T, T/3)` weights).
 
 Memory: each (candidate, length) runs in a fresh process; its figure is
 the growth of the process's peak resident memory over the step (VmHWM
@@ -44,7 +50,9 @@ BATCH, HEADS, HEAD_SIZE = 1, 8, 64
 MODEL_DIM = HEADS * HEAD_SIZE
 CANDIDATES = ("ours", "ours dense", "keras")
 RELATIVE_CANDIDATES = ("relative", "relative dense")
+COMPRESSED_CANDIDATES = ("compressed", "compressed dense")
 MAX_RELATIVE_POSITION = 1024
+COMPRESSION = 3
 
 
 def build(candidate, length):
@@ -53,6 +61,7 @@ def build(candidate, length):
     import numpy as np
     import tensorflow as tf
 
+    from keras_attention.layers import MemoryCompressedAttention
     from keras_attention.layers import MultiHeadSelfAttention
     from keras_attention.layers import RelativeAttention
 
@@ -69,6 +78,10 @@ def build(candidate, length):
         if candidate.startswith("relative"):
             layer = RelativeAttention(
                 HEADS, HEAD_SIZE, max_relative_position=MAX_RELATIVE_POSITION,
+                attention_impl=impl)
+        elif candidate.startswith("compressed"):
+            layer = MemoryCompressedAttention(
+                HEADS, HEAD_SIZE, compression=COMPRESSION,
                 attention_impl=impl)
         else:
             layer = MultiHeadSelfAttention(HEADS, HEAD_SIZE,
@@ -149,7 +162,8 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="1k and 2k, one timed run, compared at 1k")
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
-                        choices=CANDIDATES + RELATIVE_CANDIDATES)
+                        choices=CANDIDATES + RELATIVE_CANDIDATES
+                        + COMPRESSED_CANDIDATES)
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     harness.add_results_arguments(parser, "long_attention")
     args = parser.parse_args()
@@ -200,7 +214,9 @@ def main():
     for name, (ours, reference, target) in {
             "ours_vs_dense": ("ours", "ours dense", 2),
             "ours_vs_keras": ("ours", "keras", 8),
-            "relative_vs_dense": ("relative", "relative dense", 2)}.items():
+            "relative_vs_dense": ("relative", "relative dense", 2),
+            "compressed_vs_dense": ("compressed", "compressed dense",
+                                    1)}.items():
         if ours in timing and reference in timing:
             ratios[name] = (timing[reference]["median_ms"]
                             / timing[ours]["median_ms"])
@@ -216,6 +232,14 @@ def main():
               f"({b['length'] / a['length']:.0f}x the length): "
               f"{b['rss_bytes'] / max(a['rss_bytes'], 1):.1f}x the peak RSS "
               "growth (linear: the same factor)")
+    for length in args.lengths:
+        done = {row["candidate"]: row for row in rows
+                if row["length"] == length and "failed" not in row}
+        if "compressed" in done and "ours" in done:
+            print(f"- T={length:,}: compressed "
+                  f"{fmt_gib(done['compressed']['rss_bytes'])} GiB, ours "
+                  f"(exact) {fmt_gib(done['ours']['rss_bytes'])} GiB of "
+                  "peak RSS growth")
     keras_failed = [row["length"] for row in rows if row["candidate"] ==
                     "keras" and row.get("failed", "").startswith(("over",
                                                                   "exit"))]

@@ -212,7 +212,8 @@ def _long(record):
     timing = comparison["timing"]
     named = {"ours_vs_dense": ("ours / ours dense", 2),
              "ours_vs_keras": ("ours / keras", 8),
-             "relative_vs_dense": ("relative / relative dense", 2)}
+             "relative_vs_dense": ("relative / relative dense", 2),
+             "compressed_vs_dense": ("compressed / compressed dense", 1)}
     ratios = ", ".join(
         f"{label} {comparison[key]:.2f}× (target ≥ {target}×)"
         for key, (label, target) in named.items() if key in comparison)

@@ -50,3 +50,20 @@ def test_relative_candidates_run_and_compare(tmp_path):
         timing["relative dense"]["median_ms"]
         / timing["relative"]["median_ms"])
     assert "- relative / relative dense: " in stdout
+
+
+def test_compressed_candidates_run_and_compare(tmp_path):
+    stdout, record = run_benchmark(
+        "long_attention.py", tmp_path, "--lengths", "64", "--repeats", "1",
+        "--compare-length", "64", "--compare-repeats", "1",
+        "--candidates", "ours", "compressed", "compressed dense",
+        timeout=600)
+    assert [row["candidate"] for row in record["rows"]] == [
+        "ours", "compressed", "compressed dense"]
+    comparison = record["comparison"]
+    timing = comparison["timing"]
+    assert comparison["compressed_vs_dense"] == (
+        timing["compressed dense"]["median_ms"]
+        / timing["compressed"]["median_ms"])
+    assert "- compressed / compressed dense: " in stdout
+    assert "- T=64: compressed " in stdout

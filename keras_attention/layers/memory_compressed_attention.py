@@ -38,6 +38,22 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
     and padded queries get zero weights; so padding a sequence with
     masked positions changes nothing at its real positions.
 
+    The attention over the slots is computed as `MultiHeadSelfAttention`
+    computes its own (`attention_impl`): `"dense"` materialises the
+    `(B, N, T, M)` weights; `"blockwise"` is `ops.blockwise_attention`
+    with `key_stride=c` (slot `m` stands for positions `m·c .. m·c + c −
+    1`, so the causal rule above is the op's), on TensorFlow exact
+    attention over blocks of queries in memory linear in the length,
+    causal blocks skipping the slots they never see; `"auto"` takes it
+    when no weights are needed (no `return_attention_scores`, diversity
+    penalty, or dropout in training) and either the backend is JAX or
+    PyTorch (their fused kernels) or the sequence (the cache when
+    decoding) has at least 1,024 positions and the queries more than
+    one. The rule counts positions, not slots, so that the layer goes
+    block-wise wherever `MultiHeadSelfAttention` over the same sequence
+    does, and its memory stays at or below exact attention's at every
+    length.
+
     Incremental decoding (`cache`, `cache_update_index`, as
     `MultiHeadSelfAttention`): the cache holds the uncompressed projected
     keys and values `(B, L, N, H)` (padded new positions written as
@@ -56,7 +72,8 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
             query.
         **kwargs: the other arguments of `MultiHeadSelfAttention`
             (`value_dim`, `dropout`, `use_bias`, `output_dim`,
-            `head_merge`, `diversity_penalty`, initializers, regularizers);
+            `head_merge`, `diversity_penalty`, `attention_impl`,
+            initializers, regularizers);
             grouped heads, RoPE, ALiBi and sliding windows are not taken.
 
     Call arguments:
@@ -91,6 +108,16 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
     >>> float(np.abs(np.asarray(output)[:, :2]).max())  # no complete slot yet
     0.0
 
+    The block-wise core computes the same attention over the slots:
+
+    >>> blockwise = MemoryCompressedAttention(
+    ...     num_heads=2, key_dim=4, compression=3, causal=True,
+    ...     attention_impl="blockwise")
+    >>> _ = blockwise(tokens)
+    >>> _ = blockwise.set_weights(layer.get_weights())
+    >>> bool(np.allclose(blockwise(tokens), output, atol=1e-5))
+    True
+
     References:
         Liu et al. "Generating Wikipedia by Summarizing Long Sequences",
         ICLR 2018, section 3.2 (memory-compressed attention).
@@ -106,10 +133,6 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
         self.compression = _validation.positive_int("compression",
                                                     compression)
         self.causal = bool(causal)
-        if self.attention_impl == "blockwise":
-            raise ValueError(
-                "MemoryCompressedAttention computes its own dense core over "
-                "the slots, received: attention_impl='blockwise'")
 
     def build(self, inputs_shape):
         _validation.rank("inputs", inputs_shape, (3,), "(batch, seq_len, dim)")
@@ -198,6 +221,18 @@ class MemoryCompressedAttention(MultiHeadSelfAttention):
             slot_valid = None  # the causal mask alone: no padding in a cache
         slot_key = self.compress(key, self.key_compression)  # (B, M, N, H)
         slot_value = self.compress(value, self.value_compression)
+
+        # "auto" decides on the positions `key` holds (T, or the cache's
+        # L), not the M slots: block-wise where exact attention would be.
+        if self._blockwise_core(return_attention_scores, training, key,
+                                inputs.shape[1]):
+            context = attention_ops.blockwise_attention(
+                query, slot_key, slot_value, key_padding_mask=slot_valid,
+                query_padding_mask=padding_mask, causal=causal,
+                query_offset=offset,
+                key_stride=self.compression)  # (B, T, N, V)
+            output = self._merge_heads(context)  # (B, T, D)
+            return output if cache is None else (output, cache)
 
         mask = ops.expand_dims(padding_mask, -1)  # (B, T, 1)
         if slot_valid is not None:

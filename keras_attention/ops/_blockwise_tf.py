@@ -48,12 +48,16 @@ def _ceil_div(a, b):
 
 class _Plan:
     """Which keys each query block meets, and the masks, for padded
-    query length `Tq = nq * bq` and key length `Tk = nk * bk`."""
+    query length `Tq = nq * bq` and key length `Tk = nk * bk`. Key `j`
+    stands for positions `j s .. j s + s - 1` (`key_stride` s; 1 for
+    plain keys) and is placed at the last, `j s + s - 1`: causality,
+    windows and ALiBi measure from there."""
 
     def __init__(self, *, query_length, key_length, block_size, causal,
                  window, query_offset, key_valid, query_valid, mask,
-                 alibi_slopes=None):
+                 alibi_slopes=None, key_stride=1):
         self.bq = self.bk = block_size
+        self.stride = key_stride
         self.nq = _ceil_div(query_length, block_size)
         self.nk = _ceil_div(key_length, block_size)
         self.padded_queries = self.nq * self.bq
@@ -95,13 +99,21 @@ class _Plan:
         lo = tf.constant(0, tf.int32)
         hi = tf.cast(self.padded_keys, tf.int32)
         first, last = first_query + self.offset, last_query + self.offset
+        stride = self.stride
+
+        def whole_blocks(keys):  # the first `keys` keys, in whole blocks
+            return _ceil_div(keys, self.bk) * self.bk
+
+        # Key j is at j s + s - 1: the keys at or before position p are
+        # the first (p + 1) // s; those at or after it, from p // s on.
         if self.causal:
-            hi = tf.minimum(hi, (last // self.bk + 1) * self.bk)
+            hi = tf.minimum(hi, whole_blocks((last + 1) // stride))
         if self.window is not None:
-            lo = tf.maximum(lo, (first - self.window) // self.bk * self.bk)
+            lo = tf.maximum(lo, (first - self.window) // stride
+                            // self.bk * self.bk)
             if not self.causal:
-                hi = tf.minimum(hi, ((last + self.window) // self.bk + 1)
-                                * self.bk)
+                hi = tf.minimum(hi, whole_blocks(
+                    (last + self.window + 1) // stride))
         lo = tf.minimum(lo, tf.cast(self.padded_keys, tf.int32))
         hi = tf.maximum(hi, lo)
         return lo, hi
@@ -116,6 +128,8 @@ class _Plan:
         if self.causal or self.window is not None or self.slopes is not None:
             queries = tf.range(q_lo, q_hi) + self.offset  # (q,)
             keys = tf.range(k_lo, k_hi)  # (k,)
+            if self.stride > 1:  # each key at its group's last position
+                keys = keys * self.stride + (self.stride - 1)
             # (q, 1) - (1, k) -> (q, k)
             distance = queries[:, None] - keys[None, :]
         if self.slopes is not None:
@@ -299,7 +313,8 @@ def _backward(plan, q, k, v, out, lse, grad):
 def blockwise_attention(query, key, value, *, key_valid, query_valid,
                         mask, causal, window, query_offset, scale,
                         block_size, bias=None, alibi_slopes=None,
-                        relative_key_table=None, relative_value_table=None):
+                        relative_key_table=None, relative_value_table=None,
+                        key_stride=1):
     """Exact attention over blocks; see `keras_attention.ops.blockwise`.
 
     Args:
@@ -314,6 +329,7 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
         relative_key_table, relative_value_table: `(R, H)` / `(R, D)`
             shared or `(N, R, H)` / `(N, R, D)` per-head tables of the
             relative-position terms (with gradients), or None.
+        key_stride: an int >= 1, the positions each key stands for.
 
     Returns:
         `(B, T, N, D)` in the value's dtype.
@@ -324,7 +340,7 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
                  block_size=block_size, causal=causal, window=window,
                  query_offset=query_offset, key_valid=key_valid,
                  query_valid=query_valid, mask=mask,
-                 alibi_slopes=alibi_slopes)
+                 alibi_slopes=alibi_slopes, key_stride=key_stride)
 
     extras = {"bias": bias, "key": relative_key_table,
               "value": relative_value_table}
@@ -372,4 +388,7 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
     # (a variable read once, so that the gradient reaches it)
     inputs = (query, key, value) + tuple(tf.identity(extras[name])
                                          for name in names)
-    return tf.custom_gradient(attend)(*inputs)
+    output = tf.custom_gradient(attend)(*inputs)
+    # The blocks' loop loses the static sizes: (B, T, N, D) as given.
+    output.set_shape(query.shape[:3].concatenate(value.shape[3:]))
+    return output

@@ -23,6 +23,7 @@ from keras_attention.ops.attention import fused_attention
 from keras_attention.ops.attention import masked_softmax
 from keras_attention.ops.attention import scaled_dot_product_scores
 from keras_attention.ops.attention import weighted_sum
+from keras_attention.ops.compression import compressed_causal_mask
 from keras_attention.ops.masking import build_attention_mask
 from keras_attention.ops.masking import check_head_shape
 from keras_attention.ops.masking import check_mask_shape
@@ -66,7 +67,8 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
                         query_padding_mask=None, mask=None, causal=False,
                         window=None, query_offset=0, scale=None,
                         block_size=None, bias=None, alibi_slopes=None,
-                        relative_key_table=None, relative_value_table=None):
+                        relative_key_table=None, relative_value_table=None,
+                        key_stride=1):
     """Softmax attention, exact, in memory linear in the length.
 
     The masks are given as what they are, never expanded to `(T, S)`:
@@ -76,6 +78,13 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     padding, `j <= i + query_offset` if `causal`, `|i + query_offset - j|
     <= window` if a window is given, and `mask` allows it. A query with no
     key to attend (or itself padding) gets a zero output, never NaN.
+
+    Keys may stand for groups of positions (`key_stride` s > 1: the
+    compressed slots of `MemoryCompressedAttention`, key `j` summarising
+    positions `j·s .. j·s + s − 1`); causal then means the group's last
+    position is at or before the query, `j·s + s − 1 <= i + query_offset`,
+    the rule of `ops.compressed_causal_mask`, and causal blocks still skip
+    the keys they never see.
 
     Logit biases are given as what they are too: ALiBi's per-head slopes
     (the bias `-slope · |i + query_offset - j|` is made block by block),
@@ -109,6 +118,10 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
         relative_value_table: `(R, D)` or `(N, R, D)`: the relative
             value term, each weight times its distance's row added to the
             output (`ops.relative_values_gather`); or None.
+        key_stride: an int >= 1, the positions each key stands for (see
+            above); 1, plain keys, by default. Above 1 it takes no
+            `window`, ALiBi or relative tables (their distances are
+            between positions, not groups).
 
     On TensorFlow outside XLA, the blocks; elsewhere the backend's fused
     attention with the mask expanded (see the module's docstring).
@@ -131,6 +144,14 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     >>> first = np.asarray(out)[0, 0]   # query 0 sees key 0 only
     >>> bool(np.allclose(first, v[0, 0], atol=1e-6))
     True
+
+    Keys for groups of 2 positions: query 1 is the first to see key 0.
+
+    >>> slots = blockwise_attention(q, k[:, :3], v[:, :3], causal=True,
+    ...                             key_stride=2, block_size=2)
+    >>> out = np.asarray(slots)[0]   # (T, N, D)
+    >>> float(np.abs(out[0]).max()), bool(np.allclose(out[1], v[0, 0]))
+    (0.0, True)
     """
     query, key, value = (ops.convert_to_tensor(x) for x in (query, key, value))
     for name, tensor in (("query", query), ("key", key), ("value", value)):
@@ -155,6 +176,17 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
     if isinstance(query_offset, int):
         query_offset = _validation.non_negative_int("query_offset",
                                                     query_offset)
+    key_stride = _validation.positive_int("key_stride", key_stride)
+    if key_stride > 1:
+        for name, given in (("window", window),
+                            ("alibi_slopes", alibi_slopes),
+                            ("relative_key_table", relative_key_table),
+                            ("relative_value_table", relative_value_table)):
+            if given is not None:
+                raise ValueError(
+                    f"`{name}` measures distances between positions, which "
+                    f"keys with key_stride={key_stride} are not; received: "
+                    f"{name} with key_stride={key_stride}")
     block_size = (default_block_size(batch, heads, key_length, query_length)
                   if block_size is None
                   else _validation.positive_int("block_size", block_size))
@@ -211,14 +243,14 @@ def blockwise_attention(query, key, value, *, key_padding_mask=None,
             causal=causal, window=window, query_offset=query_offset,
             scale=float(scale), block_size=block_size, bias=bias,
             alibi_slopes=alibi_slopes, relative_key_table=relative_key_table,
-            relative_value_table=relative_value_table)
+            relative_value_table=relative_value_table, key_stride=key_stride)
     else:
         query_length, key_length = ops.shape(query)[1], ops.shape(key)[1]
         dense = dense_mask(query_length, key_length,
                            key_padding_mask=key_padding_mask,
                            query_padding_mask=query_padding_mask, mask=mask,
                            causal=causal, window=window,
-                           query_offset=query_offset)
+                           query_offset=query_offset, key_stride=key_stride)
         if alibi_slopes is not None:
             # (N, T, S) -> (1, N, T, S)
             alibi = alibi_bias(alibi_slopes, query_length, key_length,
@@ -268,7 +300,7 @@ def _check_table(name, table, heads, size):
 
 def dense_mask(query_length, key_length, *, key_padding_mask=None,
                query_padding_mask=None, mask=None, causal=False, window=None,
-               query_offset=0):
+               query_offset=0, key_stride=1):
     """The `(B|1, N|1, T, S)` boolean mask `blockwise_attention` applies,
     expanded (for the backends that take a dense mask, and for tests).
 
@@ -278,15 +310,26 @@ def dense_mask(query_length, key_length, *, key_padding_mask=None,
     array([[1, 0, 0],
            [1, 1, 0],
            [0, 1, 1]])
+    >>> m = dense_mask(4, 2, causal=True, key_stride=2)  # keys of 2 positions
+    >>> ops.convert_to_numpy(m)[0, 0].astype(int)
+    array([[0, 0],
+           [1, 0],
+           [1, 0],
+           [1, 1]])
     """
+    strided = causal and key_stride > 1
     allowed = build_attention_mask(
         query_length, key_length, padding_mask=query_padding_mask,
-        key_padding_mask=key_padding_mask, use_causal_mask=causal,
+        key_padding_mask=key_padding_mask,
+        use_causal_mask=causal and not strided,
         query_offset=query_offset, window=window)  # (B|1, T|1, S) or None
     everything = ops.ones((1, 1, query_length, key_length), "bool")
     # (B|1, T|1, S) -> (B|1, 1, T, S) over heads
     allowed = (everything if allowed is None
                else ops.logical_and(everything, allowed[:, None]))
+    if strided:  # (T, S) -> (1, 1, T, S)
+        allowed = ops.logical_and(allowed, compressed_causal_mask(
+            query_length, key_length, key_stride, query_offset)[None, None])
     if mask is not None:
         allowed = ops.logical_and(allowed, ops.cast(mask, "bool"))
     return allowed

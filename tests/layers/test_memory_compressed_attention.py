@@ -297,7 +297,7 @@ def test_harness(init_kwargs, length, causal):
         ({"compression": True}, "compression=True"),
         ({"num_key_value_heads": 1}, "num_key_value_heads=1"),
         ({"rope_max_wavelength": 100}, "rope_max_wavelength=100"),
-        ({"attention_impl": "blockwise"}, "attention_impl='blockwise'"),
+        ({"attention_impl": "flash"}, "attention_impl='flash'"),
     ],
 )
 def test_argument_errors_name_the_argument(kwargs, message):
