@@ -1,67 +1,88 @@
 """The Music Transformer on JSB Chorales: note-wise validation NLL of
-decoder-only variants trained with the same time budget, beside the
-paper's table.
+decoder-only variants, beside the paper's table and a rule with no
+weights.
 
 Data: the chorales of the paper's JSB experiment (Coconet's split at 16th
 notes), from `--data` or `$JSB_CHORALES` (a file, or its folder; the
 project's copy is `../shared/data/jsb_chorales`). Each chorale is
-serialized as the paper does (S, A, T, B of each step, then the next step)
-behind a start token, and is one training sequence (batches of chorales of
-similar length, padded to a multiple of `--bucket` tokens); every training
-chorale is transposed by a random number of semitones in
-`[-transpose, +transpose]` each epoch (kept in the pitch range).
+serialized as the paper does (S, A, T, B of each step, then the next
+step) behind a start token.
 
-Variants (`--variants`), each a `TransformerLanguageModel` of the same size
-(`--layers`, `--hidden`, `--heads`, `--ff`, `--dropout`) trained for
-`--minutes` of wall clock with Adam (warm-up, then constant):
+Training (`chorales.training_windows`): every epoch, every training
+chorale is transposed by a random number of semitones in
+`[-transpose, +transpose]` (kept in range) and cut into consecutive
+windows of `--window` tokens (crops, as the paper's; every token a target
+once per epoch), the cuts on bar lines (`--start-every` tokens, 64 = 16
+steps of 4 voices) shifted at random, so that absolute positions keep the
+metre; batches of `--batch` windows of one width (one compiled step, no
+retracing). Adam (β₂ 0.98, gradients clipped at norm 1), linear warm-up
+for `--warmup` steps then a cosine decay to 0 at the end of the budget
+(`--steps`, or `--minutes` of training when no step count is given).
+
+Scoring (`chorales.negative_log_likelihood`, the same number the
+`keras-attention score-chorales` command prints for a saved model):
+every token of every `valid` chorale, each predicted from up to
+`--window` tokens before it and at least half as many (windows every
+half window), in nats per token (each token is one voice's note or rest
+at one step: the paper's "note-wise" NLL). Every `--eval-every` steps and
+at the end; the best is kept (its weights are what is saved).
+
+Variants (`--variants`), `TransformerLanguageModel`s of one size:
 - `absolute`: full causal self-attention and sinusoidal positions
   (Vaswani et al.; the paper's baseline Transformer);
 - `relative`: Shaw et al.'s relative attention, distances clipped at
-  `--max-relative` tokens, the relative embeddings on keys and values, no
+  `--max-relative` tokens, relative embeddings on keys and values, no
   absolute positions (the paper's relative attention);
-- `relative_sinusoid`: the same relative attention plus the sinusoids;
 - `relative_voices`: relative attention plus a learned label of each
-  token's voice (S, A, T or B; the paper's "instrument labels"), the
-  closest the package comes to the paper's best variant (relative pitch
-  is not built; relative timing is what relative attention over the
-  interleaved voices already sees).
+  token's voice (S, A, T or B; the paper's "instrument labels");
+- `relative_sinusoid`: relative attention plus the sinusoids (the
+  paper's "cps");
+- `relative_sinusoid_voices`: both (the paper's "relative + cpsi").
 
-Scored by the mean negative log-likelihood per token (nats; each token is
-one voice's note or rest at one step: the paper's "note-wise" NLL) on every
-`valid` chorale whole, after every epoch inside the budget; the best epoch
-is reported beside the last. Then, with the best variant: an unconditional
-sample and a continuation of a validation chorale's first `--primer` steps,
-written as MIDI files and piano rolls in `--output-dir`, and the check that
-sampling with the cache draws what sampling without it draws.
+Beside them, the rule with no learned weights: each voice repeats its
+previous step with the training chorales' repeat rate, else any other
+token equally (`chorales.repeat_rule_nll`).
+
+Each run's model is saved (`--save-dir`: `VARIANT_seedN.keras`, loadable
+by `keras.saving.load_model` with the package installed, and
+`VARIANT_seedN.json`, its settings and figures, whose `window` the
+scoring command reads). Then, with the best run: an unconditional sample
+and a continuation of a validation chorale's first `--primer` steps, as
+MIDI files and piano rolls in `--output-dir`, the sampling tokens/s, and
+the check that sampling with the cache draws what sampling without it
+draws.
 
 Run: `python benchmarks/music_transformer_jsb.py --data
-../shared/data/jsb_chorales --minutes 15` (the defaults: three variants of
-15 minutes each on 2 CPU cores; any Keras backend).
+../shared/data/jsb_chorales` (see the model's docs page for the commands
+behind its figures; `--preset paper` is the paper's size for a GPU,
+fixed-shape on JAX: `KERAS_BACKEND=jax python
+benchmarks/music_transformer_jsb.py --preset paper --minutes 8`).
 """
 
 import argparse
 import os
 import pathlib
+import statistics
 import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-import harness  # noqa: E402
+# The repository, for a machine where the package is not installed (a lent
+# GPU runs the script from a copy of the working tree).
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
-from keras_attention.data import chorales as chorales_lib  # noqa: E402
-from keras_attention.models import TransformerLanguageModel  # noqa: E402
+import numpy as np  # noqa: E402
 
 VARIANTS = {
     "absolute": dict(attention="full", positions="sinusoidal"),
     "relative": dict(attention="relative", positions="none"),
-    "relative_sinusoid": dict(attention="relative", positions="sinusoidal"),
     "relative_voices": dict(attention="relative", positions="none",
                             voices=4),
+    "relative_sinusoid": dict(attention="relative", positions="sinusoidal"),
+    "relative_sinusoid_voices": dict(attention="relative",
+                                     positions="sinusoidal", voices=4),
 }
 
 # Huang et al., ICLR 2019 (arXiv 1809.04281v3), Table 2: "Note-wise
@@ -82,154 +103,310 @@ PAPER_TABLE = (
     ("Relative Transformer + cpsi + relative pitch and time (best)", 0.335),
 )
 
+# The defaults: what fits 2 CPU cores (see the docs page for the runs
+# that chose them, on `valid`), and the paper's size for a GPU (Section
+# 4.1's relative Transformer: 5 layers, 512 hidden and feed-forward, 8
+# heads, relative distances up to 256).
+PRESETS = {
+    "cpu": dict(layers=3, hidden=128, heads=4, ff=512, dropout=0.1,
+                max_relative=64, window=256, batch=16, learning_rate=2e-3,
+                warmup=200),
+    "paper": dict(layers=5, hidden=512, heads=8, ff=512, dropout=0.2,
+                  max_relative=256, window=512, batch=32,
+                  learning_rate=5e-4, warmup=500),
+}
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+    "data/jsb_chorales")
+
+
+def parser():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=None,
+                   help="the chorales file or folder (default: "
+                        "$JSB_CHORALES, else ../shared/data/jsb_chorales)")
+    p.add_argument("--variants", default="relative_sinusoid_voices",
+                   help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--seeds", default="0",
+                   help="comma-separated seeds, each variant trained once "
+                        "per seed (default: 0)")
+    p.add_argument("--preset", choices=tuple(PRESETS), default="cpu",
+                   help="the defaults of the size and schedule options "
+                        "below: cpu (fits 2 cores) or paper (the paper's "
+                        "size, for a GPU)")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="training minutes per run (default: 60 without "
+                        "--steps)")
+    p.add_argument("--steps", type=int, default=None,
+                   help="training steps per run; the learning rate decays "
+                        "over these (else over the minutes)")
+    for name, kind in (("layers", int), ("hidden", int), ("heads", int),
+                       ("ff", int), ("dropout", float),
+                       ("max-relative", int), ("window", int),
+                       ("batch", int), ("learning-rate", float),
+                       ("warmup", int)):
+        p.add_argument(f"--{name}", type=kind, default=None,
+                       help="default: the preset's")
+    p.add_argument("--start-every", type=int, default=64,
+                   help="training windows are cut at multiples of this "
+                        "many tokens (64: a bar of 16 steps)")
+    p.add_argument("--transpose", type=int, default=3,
+                   help="random transposition, semitones either way")
+    p.add_argument("--eval-every", type=int, default=500,
+                   help="steps between validations (and at the end)")
+    p.add_argument("--precision", default="float32",
+                   choices=("auto", "float32", "mixed_bfloat16"),
+                   help="the dtype policy; float32 by default: at this "
+                        "size mixed_bfloat16 trained 6%% slower on an "
+                        "AVX512-BF16 EPYC (docs page); auto picks by the "
+                        "hardware")
+    p.add_argument("--backend", default="auto",
+                   choices=("auto", "tensorflow", "jax", "torch"),
+                   help="the Keras backend (auto: $KERAS_BACKEND, else "
+                        "TensorFlow, the faster on 2 CPU cores)")
+    p.add_argument("--threads", type=int, default=None,
+                   help="CPU threads for the backend (default: all)")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="runs at once, each in its own process pinned to "
+                        "its own core with one thread (on 2 cores, 2 "
+                        "one-core runs train 25%% more tokens/s in all "
+                        "than one two-core run); default 1")
+    p.add_argument("--primer", type=int, default=16,
+                   help="steps of the validation chorale to continue")
+    p.add_argument("--sample-steps", type=int, default=64)
+    p.add_argument("--no-samples", action="store_true",
+                   help="skip the samples and the cache check")
+    p.add_argument("--output-dir", default="runs/jsb",
+                   help="samples (MIDI, piano rolls)")
+    p.add_argument("--save-dir", default="runs/jsb/models",
+                   help="the trained models and their settings")
+    import harness
+
+    harness.add_results_arguments(p, "music_transformer_jsb")
+    return p
+
+
+def finish_arguments(p, args):
+    """Fill the preset's defaults and check every value; mistakes are one
+    line through `p.error`."""
+    for key, value in PRESETS[args.preset].items():
+        if getattr(args, key) is None:
+            setattr(args, key, value)
+    if args.minutes is None and args.steps is None:
+        args.minutes = 60.0
+    for flag in ("layers", "hidden", "heads", "ff", "max_relative",
+                 "window", "batch", "eval_every", "start_every", "minutes",
+                 "steps", "learning_rate", "threads", "parallel"):
+        value = getattr(args, flag)
+        if value is not None and value <= 0:
+            p.error(f"--{flag.replace('_', '-')} must be positive, "
+                    f"received: {value!r}")
+    for flag in ("warmup", "transpose", "primer", "sample_steps"):
+        if getattr(args, flag) < 0:
+            p.error(f"--{flag.replace('_', '-')} must be >= 0, received: "
+                    f"{getattr(args, flag)!r}")
+    if not 0 <= args.dropout < 1:
+        p.error(f"--dropout must be in [0, 1), received: {args.dropout!r}")
+    if args.hidden % args.heads:
+        p.error(f"--hidden must be divisible by --heads, received: "
+                f"{args.hidden} and {args.heads}")
+    if args.window % 8:
+        p.error(f"--window must be a multiple of 8, received: {args.window}")
+    if args.window % args.start_every or args.start_every % 4:
+        p.error(f"--start-every must be a multiple of 4 dividing --window "
+                f"({args.window}), received: {args.start_every}")
+    names = [name for name in args.variants.split(",") if name]
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or not names:
+        p.error(f"--variants must name some of {', '.join(VARIANTS)}, "
+                f"received: {args.variants!r}")
+    args.variant_list = names
+    try:
+        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
+    except ValueError:
+        args.seed_list = []
+    if not args.seed_list:
+        p.error(f"--seeds must be comma-separated ints, received: "
+                f"{args.seeds!r}")
+    return args
+
 
 """
-## Batches of whole chorales
+## One run: a variant, a seed, a budget
 """
 
 
-def padded_length(tokens, bucket):
-    """Tokens (with the start token) rounded up to a multiple of
-    `bucket`."""
-    return -(-tokens // bucket) * bucket
+def build_model(name, args):
+    import keras
 
+    from keras_attention.data import chorales as chorales_lib
+    from keras_attention.models import TransformerLanguageModel
 
-class ChoraleBatches:
-    """Whole chorales, one per row: `(inputs, targets, weights)` with
-    inputs `<s>` + tokens[:-1], targets the tokens, weights 0 at padding.
-    Rows are grouped by padded length; each epoch (`on_epoch_end`)
-    reshuffles the batches and, with `transpose`, moves every chorale by a
-    random number of semitones in `[-transpose, transpose]` that keeps it
-    in range. (Batches differ in width, so training goes batch by batch
-    with `train_on_batch` rather than through `fit`, whose dataset would
-    fix the width of its first batches.)"""
-
-    def __init__(self, chorales, batch_size, bucket, transpose=0, seed=0):
-        self.chorales = list(chorales)
-        self.batch_size = batch_size
-        self.bucket = bucket
-        self.transpose = transpose
-        self.rng = np.random.default_rng(seed)
-        self.on_epoch_end()
-
-    def _moved(self, chorale):
-        if not self.transpose:
-            return chorale
-        sounding = chorale[chorale >= 0]
-        low = max(-self.transpose,
-                  chorales_lib.LOWEST_PITCH - int(sounding.min()))
-        high = min(self.transpose,
-                   chorales_lib.HIGHEST_PITCH - int(sounding.max()))
-        return chorales_lib.transpose(chorale,
-                                      self.rng.integers(low, high + 1))
-
-    def on_epoch_end(self):
-        order = self.rng.permutation(len(self.chorales))
-        lengths = np.array([len(self.chorales[i]) for i in order])
-        order = order[np.argsort(lengths, kind="stable")]  # similar lengths
-        batches = [order[i:i + self.batch_size]
-                   for i in range(0, len(order), self.batch_size)]
-        self.batches = [batches[i] for i in self.rng.permutation(len(batches))]
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __getitem__(self, index):
-        rows = [chorales_lib.serialize(self._moved(self.chorales[i]))
-                for i in self.batches[index]]
-        width = padded_length(max(len(r) for r in rows) + 1, self.bucket)
-        tokens = np.full((len(rows), width), chorales_lib.PAD_ID, "int32")
-        tokens[:, 0] = chorales_lib.BOS_ID
-        for row, serialized in enumerate(rows):
-            tokens[row, 1:1 + len(serialized)] = serialized
-        inputs, targets = tokens[:, :-1], tokens[:, 1:]
-        weights = (targets != chorales_lib.PAD_ID).astype("float32")
-        return inputs, targets, weights
-
-
-def validation_rows(chorales, bucket):
-    """Every chorale whole, `<s>` first, padded: `(N, L + 1)` for
-    `negative_log_likelihood`, grouped by padded length."""
-    groups = {}
-    for chorale in chorales:
-        serialized = chorales_lib.serialize(chorale)
-        width = padded_length(len(serialized) + 1, bucket) + 1
-        row = np.full(width, chorales_lib.PAD_ID, "int32")
-        row[0] = chorales_lib.BOS_ID
-        row[1:1 + len(serialized)] = serialized
-        groups.setdefault(width, []).append(row)
-    return [np.stack(rows) for _, rows in sorted(groups.items())]
-
-
-def validation_nll(model, groups, batch_size):
-    """Mean NLL per real token over every group (weighted by tokens)."""
-    total, count = 0.0, 0
-    for rows in groups:
-        tokens = int((rows[:, 1:] != chorales_lib.PAD_ID).sum())
-        total += model.negative_log_likelihood(rows, batch_size) * tokens
-        count += tokens
-    return total / count
-
-
-"""
-## One variant, one budget
-"""
-
-
-def train_variant(name, args, data, groups):
-    keras.utils.set_random_seed(args.seed)
     model = TransformerLanguageModel(
         vocabulary_size=chorales_lib.VOCABULARY_SIZE,
         num_layers=args.layers, num_heads=args.heads, hidden_dim=args.hidden,
         intermediate_dim=args.ff, dropout=args.dropout,
         max_relative_position=args.max_relative, relative_values=True,
         padding_id=chorales_lib.PAD_ID, **VARIANTS[name])
-    schedule = keras.optimizers.schedules.CosineDecay(
-        0.0, decay_steps=10**9, alpha=1.0, warmup_target=args.learning_rate,
-        warmup_steps=args.warmup)
     model.compile(
-        optimizer=keras.optimizers.Adam(schedule, beta_2=0.98,
+        optimizer=keras.optimizers.Adam(args.learning_rate, beta_2=0.98,
                                         global_clipnorm=1.0),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        weighted_metrics=[])
-    batches = ChoraleBatches(data["train"], args.batch, args.bucket,
-                             args.transpose, args.seed)
-    # The budget counts training only; the validation after each epoch
-    # (inside the loop, outside the clock) picks the best epoch.
-    started, training, steps, epochs = time.perf_counter(), 0.0, 0, []
-    epoch = 0
-    while training < 60 * args.minutes:
-        begun, losses = time.perf_counter(), []
-        for index in range(len(batches)):
-            inputs, targets, weights = batches[index]
-            # Keras averages over every position, padding included: scale
-            # the weights so that the loss is the mean over real tokens,
-            # whatever the padding of the batch.
-            weights = weights * (weights.size / weights.sum())
-            losses.append(float(model.train_on_batch(
-                inputs, targets, sample_weight=weights)))
-            steps += 1
-            if training + time.perf_counter() - begun > 60 * args.minutes:
+        loss=keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True, reduction="mean_with_sample_weight"))
+    return model
+
+
+def learning_rate(args, step, progress):
+    """Linear warm-up over `--warmup` steps, then a cosine to 0 at
+    `progress` 1 (the fraction of the budget spent)."""
+    warm = min(1.0, (step + 1) / max(args.warmup, 1))
+    return args.learning_rate * warm * 0.5 * (
+        1 + np.cos(np.pi * min(progress, 1.0)))
+
+
+def train_run(name, seed, args, data):
+    """Train one variant from one seed within the budget; returns the
+    model (with its best weights) and its row."""
+    import harness
+    import keras
+
+    from keras_attention.data import chorales as chorales_lib
+
+    keras.utils.set_random_seed(seed)
+    rng = np.random.default_rng(seed)
+    model = build_model(name, args)
+    valid = data["valid"]
+    budget = 60 * args.minutes if args.minutes else float("inf")
+    steps_cap = args.steps or float("inf")
+    curve, best = [], (float("inf"), None, None)
+    trained, step, epochs, tokens = 0.0, 0, 0, 0
+    started = time.perf_counter()
+
+    def progress():  # the fraction of the budget spent
+        return step / args.steps if args.steps else trained / budget
+
+    def validate():
+        nonlocal best
+        nll = chorales_lib.negative_log_likelihood(model, valid, args.window)
+        curve.append([step, round(trained / 60, 3), nll])
+        if nll < best[0]:
+            best = (nll, step, model.get_weights())
+        print(f"  {name} seed {seed}: step {step}, {trained / 60:.1f} min, "
+              f"epoch {epochs}, valid NLL {nll:.4f}", flush=True)
+
+    done = False
+    while not done:
+        rows = chorales_lib.training_windows(
+            data["train"], args.window, rng, start_every=args.start_every,
+            transpose=args.transpose)
+        for first in range(0, len(rows) - args.batch + 1, args.batch):
+            batch = rows[first:first + args.batch]  # (B, W + 1)
+            inputs, targets = batch[:, :-1], batch[:, 1:]
+            weights = (targets != chorales_lib.PAD_ID).astype("float32")
+            began = time.perf_counter()  # the clock counts training only
+            model.optimizer.learning_rate.assign(
+                learning_rate(args, step, progress()))
+            model.train_on_batch(inputs, targets, sample_weight=weights)
+            trained += time.perf_counter() - began
+            step += 1
+            tokens += int(weights.sum())
+            done = step >= steps_cap or trained >= budget
+            if done or step % args.eval_every == 0:
+                validate()
+            if done:
                 break
-        training += time.perf_counter() - begun
-        batches.on_epoch_end()
-        epoch += 1
-        last = training >= 60 * args.minutes
-        if epoch % args.eval_every and not last:
+        epochs += 1
+    nll, best_step, weights = best
+    model.set_weights(weights)
+    machine = harness.machine()
+    row = {
+        "variant": name, "seed": seed, "weights": model.count_params(),
+        "steps": step, "epochs": epochs, "training_tokens": tokens,
+        "tokens_per_second": round(tokens / trained, 1),
+        "training_minutes": round(trained / 60, 3),
+        "wall_minutes": round((time.perf_counter() - started) / 60, 3),
+        "best_nll": nll, "best_step": best_step, "last_nll": curve[-1][2],
+        "valid_curve": curve, "cpu": machine["cpu"],
+        "backend": machine["backend"], "device": machine["device"],
+        "precision": keras.config.dtype_policy().name,
+    }
+    return model, row
+
+
+def save_run(model, row, args):
+    """`SAVE_DIR/VARIANT_seedN.keras` and its `.json` settings."""
+    import json
+
+    folder = pathlib.Path(args.save_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = folder / f"{row['variant']}_seed{row['seed']}"
+    model.save(stem.with_suffix(".keras"))
+    settings = {key: getattr(args, key) for key in (
+        "window", "start_every", "layers", "hidden", "heads", "ff",
+        "dropout", "max_relative", "batch", "learning_rate", "warmup",
+        "transpose", "preset")}
+    settings.update(variant=row["variant"], seed=row["seed"],
+                    valid_nll=row["best_nll"], steps=row["steps"])
+    stem.with_suffix(".json").write_text(json.dumps(settings, indent=2)
+                                         + "\n")
+    return str(stem.with_suffix(".keras"))
+
+
+def run_parallel(args, argv, jobs):
+    """Each `(variant, seed)` of `jobs` in a process of its own (this
+    script with one variant, one seed, one thread), `--parallel` at a
+    time, process `i` pinned to core `i`; returns their rows in the
+    order of `jobs`. Each job's output goes to `SAVE_DIR/VARIANT_seedN.log`."""
+    import json
+    import subprocess
+    import tempfile
+
+    folder = pathlib.Path(tempfile.mkdtemp(prefix="jsb_runs_"))
+    logs = pathlib.Path(args.save_dir)
+    logs.mkdir(parents=True, exist_ok=True)
+    skip = {"--variants", "--seeds", "--parallel", "--results-dir",
+            "--results-name", "--threads"}
+    common, index = [], 0
+    while index < len(argv):  # the caller's options but the job's own
+        option = argv[index].split("=", 1)[0]
+        if option in skip:
+            index += 1 if "=" in argv[index] else 2
             continue
-        nll = validation_nll(model, groups, args.batch)
-        epochs.append((epoch, steps, training / 60, nll))
-        print(f"  epoch {epoch}: {steps} steps, {training / 60:.1f} "
-              f"min, train loss {np.mean(losses):.4f}, valid NLL "
-              f"{nll:.4f}", flush=True)
-    wall = time.perf_counter() - started
-    best = min(epochs, key=lambda epoch: epoch[3])
-    return model, {
-        "variant": name, "weights": model.count_params(),
-        "epochs": epoch, "steps": steps,
-        "training_minutes": training / 60, "wall_minutes": wall / 60,
-        "best_epoch": best[0], "best_nll": best[3], "last_nll": epochs[-1][3],
-    }, [list(epoch) for epoch in epochs]
+        common.append(argv[index])
+        index += 1
+    waiting, running, rows = list(enumerate(jobs)), {}, {}
+    cores = sorted(os.sched_getaffinity(0))
+    while waiting or running:
+        free = [core for core in cores[:args.parallel]
+                if core not in running]
+        while waiting and free:
+            number, (variant, seed) = waiting.pop(0)
+            core = free.pop(0)
+            name = f"{variant}_seed{seed}"
+            command = [sys.executable, __file__, *common, "--variants",
+                       variant, "--seeds", str(seed), "--threads", "1",
+                       "--no-samples", "--results-dir", str(folder),
+                       "--results-name", name]
+            log = open(logs / f"{name}.log", "w")
+            process = subprocess.Popen(
+                command, stdout=log, stderr=subprocess.STDOUT,
+                preexec_fn=lambda core=core: os.sched_setaffinity(0, {core}))
+            running[core] = (process, number, name, log)
+            print(f"started {name} on core {core}", flush=True)
+        time.sleep(2)
+        for core, (process, number, name, log) in list(running.items()):
+            if process.poll() is None:
+                continue
+            log.close()
+            del running[core]
+            if process.returncode:
+                sys.exit(f"run {name} failed (exit {process.returncode}); "
+                         f"see {logs / (name + '.log')}")
+            record = json.loads((folder / f"{name}.json").read_text())
+            rows[number] = record["rows"][0]
+            print(f"finished {name}: best valid NLL "
+                  f"{rows[number]['best_nll']:.4f} at step "
+                  f"{rows[number]['best_step']}", flush=True)
+    return [rows[number] for number in range(len(jobs))]
 
 
 """
@@ -237,30 +414,29 @@ def train_variant(name, args, data, groups):
 """
 
 
-def write_samples(model, name, args, data):
+def write_samples(model, row, args, data):
     """An unconditional sample and a continuation of a validation chorale,
-    as MIDI files and piano rolls; checks cached == uncached sampling."""
+    as MIDI files and piano rolls; the sampling rate; cached == uncached
+    sampling on a short continuation."""
+    from keras_attention.data import chorales as chorales_lib
     from keras_attention.visualize import plot_piano_roll
 
+    name = f"{row['variant']}_seed{row['seed']}"
     output = pathlib.Path(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     primer = data["valid"][0][:args.primer]
     prompts = {
         "unconditional": np.full((1, 1), chorales_lib.BOS_ID, "int32"),
-        "continuation": np.concatenate(
-            [[chorales_lib.BOS_ID], chorales_lib.serialize(primer)])[None],
+        "continuation": chorales_lib.sequence(primer)[None],
     }
     steps = 4 * args.sample_steps
-    written = {}
+    written = {"nll": row["best_nll"], "model": name}
     for kind, prompt in prompts.items():
-        tokens = model.generate(prompt, steps, seed=args.seed,
+        began = time.perf_counter()
+        tokens = model.generate(prompt, steps, seed=args.seed_list[0],
                                 temperature=1.0)
-        if kind == "continuation" and model.can_cache:
-            uncached = model.generate(prompt, steps, seed=args.seed,
-                                      use_cache=False)
-            same = bool(np.array_equal(tokens, uncached))
-            print(f"  {name}: cached sampling == uncached: {same}")
-            written["cached_equals_uncached"] = same
+        written[f"{kind}_tokens_per_second"] = round(
+            steps / (time.perf_counter() - began), 1)
         body = tokens[0, 1:]
         body = body[: len(body) // 4 * 4]
         body = np.where((body == chorales_lib.PAD_ID)
@@ -271,83 +447,146 @@ def write_samples(model, name, args, data):
         chorales_lib.write_midi(chorale, stem.with_suffix(".mid"))
         plot_piano_roll(
             chorale, primer_steps=len(primer) if kind == "continuation" else 0,
-            title=f"{name}: {kind}", path=stem.with_suffix(".png"))
+            title=f"{row['variant']}: {kind} (valid NLL "
+                  f"{row['best_nll']:.3f})",
+            path=stem.with_suffix(".png"))
         written[kind] = str(stem)
+    short = prompts["continuation"]
+    cached = model.generate(short, 16, seed=1)
+    uncached = model.generate(short, 16, seed=1, use_cache=False)
+    written["cached_equals_uncached"] = bool(np.array_equal(cached,
+                                                            uncached))
+    print(f"  samples of {name}: {written}", flush=True)
     return written
 
 
+"""
+## The runs, the table
+"""
+
+
+def summary(rows):
+    """Per variant: runs, mean and spread of the best NLL, steps,
+    tokens/s."""
+    by_variant = {}
+    for row in rows:
+        by_variant.setdefault(row["variant"], []).append(row)
+    table = []
+    for variant, runs in by_variant.items():
+        values = [run["best_nll"] for run in runs]
+        table.append({
+            "variant": variant, "runs": len(runs),
+            "mean_nll": statistics.mean(values),
+            "std_nll": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "min_nll": min(values), "max_nll": max(values),
+            "steps": statistics.mean(run["steps"] for run in runs),
+            "training_minutes": statistics.mean(
+                run["training_minutes"] for run in runs),
+            "tokens_per_second": statistics.mean(
+                run["tokens_per_second"] for run in runs),
+        })
+    return table
+
+
+def print_table(rows, rule, args):
+    print(f"\nnote-wise validation NLL (nats per token), window "
+          f"{args.window}:")
+    print(f"{'variant':<26} {'seed':>4} {'weights':>8} {'steps':>6} "
+          f"{'min':>6} {'tok/s':>7} {'best':>7} {'last':>7}")
+    for row in rows:
+        print(f"{row['variant']:<26} {row['seed']:>4} {row['weights']:>8} "
+              f"{row['steps']:>6} {row['training_minutes']:>6.1f} "
+              f"{row['tokens_per_second']:>7.0f} {row['best_nll']:>7.4f} "
+              f"{row['last_nll']:>7.4f}")
+    for line in summary(rows):
+        print(f"{line['variant']:<26} mean of {line['runs']}: "
+              f"{line['mean_nll']:.4f} ± {line['std_nll']:.4f}")
+    print(f"{'repeat rule (no weights)':<26} {rule['nll']:.4f} (repeat "
+          f"probability {rule['repeat_probability']:.4f}, the training "
+          "chorales' rate)")
+    print("\nthe paper's table (Huang et al. 2019):")
+    for label, value in PAPER_TABLE:
+        print(f"  {label:<64} {value}")
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", default=None,
-                        help="the chorales file or folder (or "
-                             "$JSB_CHORALES)")
-    parser.add_argument("--variants", default="absolute,relative,"
-                        "relative_voices")
-    parser.add_argument("--minutes", type=float, default=15.0)
-    parser.add_argument("--layers", type=int, default=3)
-    parser.add_argument("--hidden", type=int, default=128)
-    parser.add_argument("--heads", type=int, default=4)
-    parser.add_argument("--ff", type=int, default=512)
-    parser.add_argument("--dropout", type=float, default=0.1)
-    parser.add_argument("--max-relative", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--bucket", type=int, default=256)
-    parser.add_argument("--transpose", type=int, default=3)
-    parser.add_argument("--learning-rate", type=float, default=1e-3)
-    parser.add_argument("--warmup", type=int, default=100)
-    parser.add_argument("--eval-every", type=int, default=1,
-                        help="epochs between validations (and after the "
-                             "last); the best epoch is chosen among these")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--primer", type=int, default=16,
-                        help="steps of the validation chorale to continue")
-    parser.add_argument("--sample-steps", type=int, default=64)
-    parser.add_argument("--output-dir", default="runs/jsb")
-    harness.add_results_arguments(parser, "music_transformer_jsb")
-    args = parser.parse_args(argv)
-    for flag in ("minutes", "eval_every", "batch", "bucket", "layers"):
-        if getattr(args, flag) <= 0:
-            parser.error(f"--{flag.replace('_', '-')} must be positive, "
-                         f"received: {getattr(args, flag)!r}")
-    names = [name for name in args.variants.split(",") if name]
-    unknown = [name for name in names if name not in VARIANTS]
-    if unknown or not names:
-        parser.error(f"--variants must name some of {sorted(VARIANTS)}, "
-                     f"received: {args.variants!r}")
+    p = parser()
+    args = finish_arguments(p, p.parse_args(argv))
+    if args.backend == "auto":
+        args.backend = os.environ.get("KERAS_BACKEND", "tensorflow")
+    os.environ["KERAS_BACKEND"] = args.backend
+    if args.threads and args.backend == "tensorflow":
+        os.environ["TF_NUM_INTRAOP_THREADS"] = str(args.threads)
+        os.environ["TF_NUM_INTEROP_THREADS"] = "1"
+    import harness
+    import keras
+
+    from keras_attention.data import chorales as chorales_lib
+    from keras_attention.training.precision import choose_precision
+
+    data_path = args.data or os.environ.get(chorales_lib.ENVIRONMENT_VARIABLE)
+    if not data_path and PROJECT_DATA.is_dir():
+        data_path = PROJECT_DATA
     try:
-        data = chorales_lib.load_chorales(args.data, ["train", "valid"])
+        data = chorales_lib.load_chorales(data_path, ["train", "valid"])
+        if not data["train"] or not data["valid"]:
+            raise ValueError(f"the chorales at {data_path} need chorales "
+                             "in both `train` and `valid`")
     except (FileNotFoundError, KeyError, ValueError) as error:
-        parser.error(str(error).strip("'\""))
+        p.error(str(error).strip("'\""))
+    policy, reason = choose_precision(args.precision)
+    keras.config.set_dtype_policy(policy)
     print(f"machine: {harness.machine()}")
+    print(f"precision: {policy} ({reason})")
     print(f"data: {len(data['train'])} training and {len(data['valid'])} "
           "validation chorales")
-    groups = validation_rows(data["valid"], args.bucket)
-    results, models, curves = [], {}, {}
-    for name in names:
-        print(f"{name}: training for {args.minutes:g} minutes", flush=True)
-        model, result, curve = train_variant(name, args, data, groups)
-        results.append(result)
-        models[name], curves[name] = model, curve
-    print("\nnote-wise validation NLL (nats per token), "
-          f"{args.minutes:g} minutes each:")
-    print(f"{'variant':<20} {'weights':>8} {'epochs':>6} {'steps':>6} "
-          f"{'best':>7} {'last':>7}")
-    for result in results:
-        print(f"{result['variant']:<20} {result['weights']:>8} "
-              f"{result['epochs']:>6} {result['steps']:>6} "
-              f"{result['best_nll']:>7.4f} {result['last_nll']:>7.4f}")
-    if PAPER_TABLE:
-        print("\nthe paper's table (Huang et al. 2019):")
-        for row, value in PAPER_TABLE:
-            print(f"  {row:<60} {value}")
-    best = min(results, key=lambda result: result["best_nll"])
-    samples = write_samples(models[best["variant"]], best["variant"], args,
-                            data)
+    rate = chorales_lib.repeat_rate(data["train"])
+    rule = {"repeat_probability": rate,
+            "nll": chorales_lib.repeat_rule_nll(data["valid"], rate)}
+    print(f"repeat rule: valid NLL {rule['nll']:.4f} (repeat probability "
+          f"{rate:.4f})", flush=True)
+    budget = (f"{args.steps} steps" if args.steps else "") + (
+        f"{' or ' if args.steps else ''}{args.minutes:g} min"
+        if args.minutes else "")
+    rows, models, saved = [], {}, {}
+    settings = {key: value for key, value in vars(args).items()
+                if key not in ("results_dir", "results_name",
+                               "variant_list", "seed_list")}
+    name = args.results_name or "music_transformer_jsb"
+    jobs = [(variant, seed) for variant in args.variant_list
+            for seed in args.seed_list]
+    if args.parallel > 1 and len(jobs) > 1:
+        rows = run_parallel(args, sys.argv[1:] if argv is None else argv,
+                            jobs)
+        saved = {f"{row['variant']}_seed{row['seed']}": str(
+            pathlib.Path(args.save_dir)
+            / f"{row['variant']}_seed{row['seed']}.keras") for row in rows}
+    for variant, seed in ([] if rows else jobs):
+        print(f"{variant}, seed {seed}: training for {budget}", flush=True)
+        model, row = train_run(variant, seed, args, data)
+        saved[f"{variant}_seed{seed}"] = save_run(model, row, args)
+        rows.append(row)
+        models[(variant, seed)] = model
+        harness.write_results(
+            name, rows, directory=args.results_dir, summary=summary(rows),
+            repeat_rule=rule, paper=[list(line) for line in PAPER_TABLE],
+            settings=settings, saved=saved, complete=len(rows) == len(jobs))
+    print_table(rows, rule, args)
+    best = min(rows, key=lambda row: row["best_nll"])
+    samples = None
+    if not args.no_samples:
+        model = models.get((best["variant"], best["seed"]))
+        if model is None:  # trained in another process
+            import keras_attention.models  # noqa: F401  (registers them)
+
+            model = keras.saving.load_model(
+                saved[f"{best['variant']}_seed{best['seed']}"])
+        samples = write_samples(model, best, args, data)
     harness.write_results(
-        args.results_name or "music_transformer_jsb", results,
-        directory=args.results_dir, curves=curves, samples=samples,
-        paper=[list(row) for row in PAPER_TABLE])
-    return results
+        name, rows, directory=args.results_dir, summary=summary(rows),
+        repeat_rule=rule, paper=[list(line) for line in PAPER_TABLE],
+        settings=settings, saved=saved, samples=samples, complete=True)
+    return rows
 
 
 if __name__ == "__main__":

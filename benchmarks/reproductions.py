@@ -56,6 +56,10 @@ MUSIC_VARIANTS = (
     ("relative_voices", "relative + cpsi (`relative_voices`: relative "
      "attention and voice labels)",
      lambda label: label == "Relative Transformer + cpsi"),
+    ("relative_sinusoid_voices", "relative + cpsi "
+     "(`relative_sinusoid_voices`: relative attention, sinusoids and "
+     "voice labels)",
+     lambda label: label == "Relative Transformer + cpsi"),
 )
 
 

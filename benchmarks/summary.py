@@ -299,6 +299,45 @@ def _babi(record):
     return lines or _generic(record)
 
 
+def _music(record):
+    """The Music Transformer on JSB (benchmarks/music_transformer_jsb.py):
+    each run's best validation NLL, then each variant's mean and spread
+    over seeds, beside the rule with no weights and the paper's Table
+    2."""
+    rows = record["rows"]
+    lines = ["| variant | seed | weights | steps | training min | tokens/s "
+             "| best valid NLL (at step) | last |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| {row['variant']} | {row.get('seed', 0)} | "
+            f"{row['weights']:,} | {row['steps']:,} | "
+            f"{row['training_minutes']:.1f} | "
+            f"{row.get('tokens_per_second', 0):,.0f} | "
+            f"{row['best_nll']:.4f} ({row.get('best_step', '—')}) | "
+            f"{row['last_nll']:.4f} |")
+    lines += ["", "| variant | runs | mean valid NLL | spread (s.d.) | "
+              "range |", "|---|---|---|---|---|"]
+    for line in record.get("summary", []):
+        lines.append(
+            f"| {line['variant']} | {line['runs']} | "
+            f"**{line['mean_nll']:.4f}** | ±{line['std_nll']:.4f} | "
+            f"{line['min_nll']:.4f}–{line['max_nll']:.4f} |")
+    rule = record.get("repeat_rule")
+    if rule:
+        lines += ["", f"The rule with no weights (each voice repeats its "
+                  f"previous step with probability "
+                  f"{rule['repeat_probability']:.3f}, the training "
+                  f"chorales' rate, else any other token): "
+                  f"**{rule['nll']:.4f}** nats per token."]
+    if record.get("paper"):
+        lines += ["", "Huang et al. 2019, Table 2 (note-wise validation "
+                  "NLL): " + "; ".join(f"{label} {value}"
+                                       for label, value in record["paper"])
+                  + "."]
+    return lines
+
+
 def _mean_or_dash(values):
     """The mean of the values that are numbers (not None or NaN), or —
     (a bAbI task with no sentence of that kind)."""
@@ -354,6 +393,9 @@ def render(record, stem=None):
         lines += _long_range(record)
     elif record["benchmark"].startswith("babi"):
         lines += _babi(record)
+    elif (record["benchmark"].startswith("music_transformer_jsb")
+          and "best_nll" in first):
+        lines += _music(record)
     elif record["benchmark"].startswith("attention_variants"):
         lines += _variants(record)
     elif "concurrency" in first and "model" in first:

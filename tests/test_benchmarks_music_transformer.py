@@ -1,14 +1,19 @@
 """benchmarks/music_transformer_jsb.py: a tiny run on made-up chorales
-trains each variant, scores the validation chorales whole, writes the
-samples (MIDI and piano roll) and checks cached against uncached
-sampling."""
+trains each variant on windows, scores the validation chorales, prints the
+repeat rule beside the models, saves each model with its settings (which
+the `score-chorales` command scores to the same NLL), writes the samples
+(MIDI and piano roll) and checks cached against uncached sampling."""
 
 import gzip
 import json
+import subprocess
+import sys
 
 import numpy as np
+import pytest
 
 from keras_attention.data import chorales
+from tests.test_benchmarks_summary import BENCHMARKS
 from tests.test_benchmarks_summary import run_benchmark
 
 
@@ -27,31 +32,78 @@ def _made_up(path, seed=0):
     data = {"train": [chorale() for _ in range(12)],
             "valid": [chorale() for _ in range(4)]}
     path.write_bytes(gzip.compress(json.dumps(data).encode()))
+    return data
 
 
-def test_tiny_run_scores_every_variant_and_writes_samples(tmp_path):
-    _made_up(tmp_path / "chorales.json.gz")
-    output = tmp_path / "samples"
+def test_tiny_run_scores_saves_and_samples(tmp_path):
+    data = _made_up(tmp_path / "chorales.json.gz")
+    output, saved = tmp_path / "samples", tmp_path / "models"
     stdout, record = run_benchmark(
         "music_transformer_jsb.py", tmp_path / "results", "--data",
         str(tmp_path / "chorales.json.gz"), "--variants",
-        "absolute,relative_voices",
-        "--minutes", "0.01", "--layers", "1", "--hidden", "16", "--heads",
-        "2", "--ff", "32", "--bucket", "32", "--batch", "4", "--primer", "2",
-        "--sample-steps", "3", "--warmup", "5", "--output-dir", str(output),
+        "absolute,relative_sinusoid_voices", "--seeds", "0,1",
+        "--steps", "3", "--eval-every", "2", "--layers", "1", "--hidden",
+        "16", "--heads", "2", "--ff", "32", "--window", "32",
+        "--start-every", "16", "--batch", "4", "--max-relative", "8",
+        "--primer", "2", "--sample-steps", "3", "--warmup", "2",
+        "--output-dir", str(output), "--save-dir", str(saved),
         timeout=600)
     rows = record["rows"]
-    assert [row["variant"] for row in rows] == ["absolute", "relative_voices"]
+    assert [(row["variant"], row["seed"]) for row in rows] == [
+        ("absolute", 0), ("absolute", 1), ("relative_sinusoid_voices", 0),
+        ("relative_sinusoid_voices", 1)]
     for row in rows:
-        assert row["epochs"] >= 1 and row["steps"] >= 1
+        assert row["steps"] == 3 and row["cpu"]
+        assert [point[0] for point in row["valid_curve"]] == [2, 3]
         # Near-uniform after a few steps: about log(49) nats per token.
-        assert 0.5 < row["best_nll"] <= row["last_nll"] + 1e-9 < 6.0
-        curve = record["curves"][row["variant"]]
-        assert min(epoch[3] for epoch in curve) == row["best_nll"]
-    assert "note-wise validation NLL" in stdout and "0.335" in stdout
+        assert 2.0 < row["best_nll"] <= row["last_nll"] + 1e-9 < 6.0
+        assert min(point[2] for point in row["valid_curve"]) == (
+            row["best_nll"])
+    assert record["complete"] is True
+    summary = {line["variant"]: line for line in record["summary"]}
+    absolute = [row["best_nll"] for row in rows[:2]]
+    assert summary["absolute"]["runs"] == 2
+    assert summary["absolute"]["mean_nll"] == pytest.approx(
+        np.mean(absolute))
+    # The rule is the committed function on the valid split.
+    valid = [np.array(c) for c in data["valid"]]
+    rate = chorales.repeat_rate([np.array(c) for c in data["train"]])
+    assert record["repeat_rule"]["nll"] == pytest.approx(
+        chorales.repeat_rule_nll(valid, rate))
+    assert "repeat rule" in stdout and "0.335" in stdout
+    # The saved model scores the same NLL through the command.
+    model = saved / "absolute_seed1.keras"
+    settings = json.loads(model.with_suffix(".json").read_text())
+    assert settings["window"] == 32 and settings["variant"] == "absolute"
+    scored = subprocess.run(
+        [sys.executable, "-m", "keras_attention", "score-chorales",
+         str(model), str(tmp_path / "chorales.json.gz")],
+        capture_output=True, text=True, timeout=300)
+    assert scored.returncode == 0, scored.stderr[-2000:]
+    assert float(scored.stdout.split()[0]) == pytest.approx(
+        rows[1]["best_nll"], abs=1e-4)
     samples = record["samples"]
     assert samples["cached_equals_uncached"] is True
+    assert samples["unconditional_tokens_per_second"] > 0
     for kind in ("unconditional", "continuation"):
         midi = chorales.read_midi(samples[kind] + ".mid")
         assert midi.shape[1] == 4 and len(midi) <= 3 + 2
         assert (output / (samples[kind].rsplit("/", 1)[-1] + ".png")).exists()
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--variants", "relative,nope"], "--variants must name some of"),
+    (["--window", "30"], "--window must be a multiple of 8, received: 30"),
+    (["--start-every", "24"], "--start-every must be a multiple of 4 "
+                              "dividing --window (256), received: 24"),
+    (["--seeds", "a"], "--seeds must be comma-separated ints"),
+    (["--dropout", "1"], "--dropout must be in [0, 1)"),
+    (["--data", "/no/such/chorales.json"], "No chorales file at"),
+])
+def test_mistakes_are_one_line(arguments, message):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "music_transformer_jsb.py"),
+         *arguments], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr

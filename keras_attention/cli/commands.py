@@ -335,6 +335,64 @@ def _tf_config(args):
     return 0
 
 
+def _chorale_window(args):
+    """--window, else the `window` of the settings beside the model."""
+    if args.window is not None:
+        return args.window
+    settings = os.path.splitext(args.model)[0] + ".json"
+    if not os.path.isfile(settings):
+        raise UserError(f"no --window given and no settings file {settings} "
+                        "beside the model: give --window (the tokens of "
+                        "context the model was trained on)")
+    with errors_about([settings], also=(ValueError,)):
+        with open(settings, encoding="utf-8") as handle:
+            try:
+                found = json.load(handle)
+            except ValueError as error:
+                raise ValueError(f"{settings} is not JSON: {error}") from None
+        window = found.get("window") if isinstance(found, dict) else None
+        if isinstance(window, bool) or not isinstance(window, int) or (
+                window < 1):
+            raise ValueError(f"{settings}: `window` must be a positive "
+                             f"int, received: {window!r}")
+    return window
+
+
+def _score_chorales(args):
+    from keras_attention.data import chorales
+
+    for name, path in (("model", args.model), ("data", args.data)):
+        if not os.path.isfile(path):
+            raise UserError(f"{name} {path} is not a file")
+    window = _chorale_window(args)
+    with user_errors(ValueError, FileNotFoundError):
+        split = chorales.load_split(args.data, args.split)
+        if window % 8:
+            raise ValueError(f"--window must be a multiple of 8, received: "
+                             f"{window}")
+    import keras
+
+    import keras_attention.models  # noqa: F401  (registers the classes)
+
+    with user_errors(ValueError, OSError):
+        model = keras.saving.load_model(args.model)
+    with user_errors(ValueError):
+        if getattr(model, "vocabulary_size", None) != (
+                chorales.VOCABULARY_SIZE):
+            raise ValueError(
+                f"model {args.model} must be a language model over the "
+                f"chorale vocabulary of {chorales.VOCABULARY_SIZE} tokens, "
+                "received one of "
+                f"{getattr(model, 'vocabulary_size', None)!r}")
+    nll = chorales.negative_log_likelihood(model, split, window,
+                                           args.batch_size)
+    tokens = sum(4 * len(chorale) for chorale in split)
+    print(f"{nll:.4f} nats per token over {tokens} tokens of {len(split)} "
+          f"chorales (window {window})")
+    return 0
+
+
 COMMANDS = {"train": _train, "evaluate": _evaluate, "translate": _translate,
             "attention-map": _attention_map, "export": _export,
-            "serve": _serve, "tf-config": _tf_config}
+            "serve": _serve, "tf-config": _tf_config,
+            "score-chorales": _score_chorales}

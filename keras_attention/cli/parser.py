@@ -365,6 +365,33 @@ def _add_serve(commands):
     add_arguments(parser)
 
 
+def _add_score_chorales(commands):
+    parser = commands.add_parser(
+        "score-chorales", help="note-wise NLL of a chorale model on a split",
+        description="Score a saved chorale language model (a .keras file "
+                    "written by benchmarks/music_transformer_jsb.py, or "
+                    "any TransformerLanguageModel over the chorale "
+                    "vocabulary) on a chorale file in Coconet's JSON "
+                    "layout: the mean negative log-likelihood in nats per "
+                    "token, every token predicted from up to --window "
+                    "tokens before it, the number the benchmark reports.",
+    )
+    parser.add_argument("model", help="the saved model (.keras)")
+    parser.add_argument("data", help="a .json or .json.gz file: an object "
+                                     "of splits (train, valid, test) or a "
+                                     "list of chorales")
+    parser.add_argument("--split", default=None,
+                        help="the split to score (default: valid; give "
+                             "none for a file holding a list)")
+    parser.add_argument("--window", type=_positive_int, default=None,
+                        help="tokens of context the model was trained on "
+                             "(default: the `window` of the settings "
+                             "file beside the model, MODEL minus .keras "
+                             "plus .json)")
+    parser.add_argument("--batch-size", type=_positive_int, default=32,
+                        help="windows scored together (default: 32)")
+
+
 def build_parser():
     """The `keras-attention` argument parser; imports no TensorFlow."""
     parser = argparse.ArgumentParser(
@@ -381,6 +408,7 @@ def build_parser():
     commands = parser.add_subparsers(dest="command", required=True,
                                      metavar="COMMAND")
     for add in (_add_train, _add_evaluate, _add_translate,
-                _add_attention_map, _add_export, _add_serve, _add_tf_config):
+                _add_attention_map, _add_export, _add_serve, _add_tf_config,
+                _add_score_chorales):
         add(commands)
     return parser

@@ -209,6 +209,237 @@ def windows(chorales, length, stride=None):
     return np.stack(rows) if rows else np.zeros((0, length + 1), "int32")
 
 
+def sequence(chorale):
+    """A chorale as the model reads it whole: `<s>`, then its tokens
+    (`serialize`), `(1 + 4·T,)` int32. Entry `i >= 1` is voice
+    `(i − 1) mod 4` of step `(i − 1) // 4`.
+
+    >>> from keras_attention.data.chorales import sequence
+    >>> sequence([[72, 67, 64, 48]]).tolist()
+    [1, 39, 34, 31, 15]
+    """
+    return np.concatenate([[BOS_ID], serialize(chorale)]).astype("int32")
+
+
+def random_transposition(chorale, semitones, rng):
+    """The chorale moved by a number of semitones drawn uniformly from
+    `[-semitones, semitones]`, narrowed so that every pitch stays in
+    `LOWEST_PITCH..HIGHEST_PITCH` (the training augmentation; 0 returns
+    the chorale as it is).
+
+    >>> import numpy as np
+    >>> from keras_attention.data.chorales import random_transposition
+    >>> high = np.array([[80, 70, 60, 50]])  # 81 is the top: up by 1 at most
+    >>> moves = {int(random_transposition(high, 3, np.random.default_rng(s))
+    ...              [0, 0]) - 80 for s in range(40)}
+    >>> sorted(moves)
+    [-3, -2, -1, 0, 1]
+    """
+    chorale = _check_chorale("given", 0, chorale)
+    semitones = _validation.non_negative_int("semitones", semitones)
+    sounding = chorale[chorale >= 0]
+    if not semitones or not sounding.size:
+        return chorale
+    low = max(-semitones, LOWEST_PITCH - int(sounding.min()))
+    high = min(semitones, HIGHEST_PITCH - int(sounding.max()))
+    return transpose(chorale, int(rng.integers(low, high + 1)))
+
+
+def training_windows(chorales, length, rng, start_every=None, transpose=0):
+    """One epoch of training windows, `(N, length + 1)` int32, shuffled.
+
+    Each chorale (moved by `random_transposition(chorale, transpose,
+    rng)`) is its `sequence` cut into consecutive windows: row `[:-1]`
+    is a window's inputs and row `[1:]` its targets, the next window's
+    inputs starting where these targets end, so every token is a target
+    exactly once. The cuts fall at sequence positions that are multiples
+    of `start_every` tokens (default `length`), shifted by a random
+    multiple of `start_every` per chorale and epoch: with `start_every`
+    one bar (64 tokens: 16 steps of 4 voices), a window's position `p`
+    holds a token at the same place in its bar as position `p` of any
+    other window, so absolute positions tell the metre as they do in a
+    whole chorale. A window's first input is the token before its
+    targets (`<s>` only at a chorale's start); the last window of a
+    chorale is padded with `PAD_ID`.
+
+    >>> import numpy as np
+    >>> from keras_attention.data.chorales import training_windows
+    >>> chorale = np.array([[72, 67, 64, 48]] * 3)  # 12 tokens
+    >>> rows = training_windows([chorale], 8, np.random.default_rng(0),
+    ...                         start_every=4)
+    >>> rows.shape, int((rows[:, 1:] != 0).sum())  # every token once
+    ((2, 9), 12)
+    """
+    length = _validation.positive_int("length", length)
+    start_every = length if start_every is None else (
+        _validation.positive_int("start_every", start_every))
+    if length % start_every or start_every % len(VOICES):
+        raise ValueError(
+            f"`start_every` must be a multiple of {len(VOICES)} (whole "
+            "steps) dividing `length`, received: "
+            f"start_every={start_every}, length={length}")
+    rows = []
+    for chorale in chorales:
+        tokens = sequence(random_transposition(chorale, transpose, rng))
+        shift = start_every * int(rng.integers(0, length // start_every))
+        cuts = [0] + list(range(length - shift or length, len(tokens) - 1,
+                                length))
+        for start, end in zip(cuts, cuts[1:] + [len(tokens) - 1]):
+            row = np.full(length + 1, PAD_ID, "int32")
+            row[:end - start + 1] = tokens[start:end + 1]
+            rows.append(row)
+    rows = np.stack(rows) if rows else np.zeros((0, length + 1), "int32")
+    return rows[rng.permutation(len(rows))]
+
+
+def scoring_windows(chorales, length):
+    """Every token of every chorale scored once, each with at least
+    `length / 2` tokens of context (or all since the chorale's start):
+    windows of `length + 1` entries of the `sequence` starting every
+    `length / 2`, and `(N, length)` float32 weights, 1 at the targets a
+    window scores (all of the first window's, the second half of every
+    later one's; never padding). Returns `(rows, weights)` for
+    `TransformerLanguageModel.negative_log_likelihood`.
+
+    >>> import numpy as np
+    >>> from keras_attention.data.chorales import scoring_windows
+    >>> rows, weights = scoring_windows([[[72, 67, 64, 48]] * 4], 8)
+    >>> rows.shape, weights.sum(1).tolist()  # 16 tokens: 8, then 4 + 4
+    ((3, 9), [8.0, 4.0, 4.0])
+    """
+    length = _validation.positive_int("length", length)
+    if length % (2 * len(VOICES)):
+        raise ValueError(
+            f"`length` must be a multiple of {2 * len(VOICES)} (windows "
+            "start every half window, at whole steps), received: "
+            f"length={length}")
+    half = length // 2
+    rows, weights = [], []
+    for chorale in chorales:
+        tokens = sequence(chorale)
+        start = 0
+        while True:
+            row = np.full(length + 1, PAD_ID, "int32")
+            piece = tokens[start:start + length + 1]
+            row[:len(piece)] = piece
+            weight = (row[1:] != PAD_ID).astype("float32")
+            if start:
+                weight[:half] = 0.0  # scored by the window before
+            rows.append(row)
+            weights.append(weight)
+            if start + length + 1 >= len(tokens):
+                break
+            start += half
+    if not rows:
+        return (np.zeros((0, length + 1), "int32"),
+                np.zeros((0, length), "float32"))
+    return np.stack(rows), np.stack(weights)
+
+
+def negative_log_likelihood(model, chorales, length, batch_size=32):
+    """The note-wise NLL (nats per token) of `model` (a
+    `TransformerLanguageModel` over this vocabulary) on `chorales`: every
+    token of every chorale, each predicted from up to `length` tokens
+    before it and at least `length / 2` (`scoring_windows`), the number
+    `benchmarks/music_transformer_jsb.py` reports. An empty list is a
+    `ValueError`."""
+    if not len(chorales):
+        raise ValueError("`chorales` must hold at least one chorale, "
+                         "received an empty list")
+    rows, weights = scoring_windows(chorales, length)
+    return model.negative_log_likelihood(rows, batch_size, weights=weights)
+
+
+def repeat_rate(chorales):
+    """The fraction of tokens that repeat the token four before them (the
+    same voice one step earlier), over every step after the first."""
+    same = total = 0
+    for chorale in chorales:
+        tokens = serialize(chorale)
+        same += int((tokens[len(VOICES):] == tokens[:-len(VOICES)]).sum())
+        total += max(len(tokens) - len(VOICES), 0)
+    if not total:
+        raise ValueError("`chorales` must hold a chorale of two steps or "
+                         "more, received none")
+    return same / total
+
+
+def repeat_rule_nll(chorales, repeat_probability):
+    """The NLL (nats per token, over every token, as
+    `negative_log_likelihood`) of the rule with no learned weights:
+    each voice repeats its previous step's token with probability
+    `repeat_probability` (e.g. the training chorales' `repeat_rate`),
+    else any other of the 47 tokens a chorale holds (a rest or a pitch)
+    equally; a chorale's first step is uniform over the 47.
+
+    >>> from keras_attention.data.chorales import repeat_rule_nll
+    >>> round(repeat_rule_nll([[[72, 67, 64, 48]] * 2], 0.5), 4)
+    2.2716
+    """
+    probability = _validation.probability("repeat_probability",
+                                          repeat_probability)
+    choices = VOCABULARY_SIZE - FIRST_PITCH_ID + 1  # a rest or a pitch: 47
+    total = count = 0.0
+    for chorale in chorales:
+        tokens = serialize(chorale)
+        repeats = tokens[len(VOICES):] == tokens[:-len(VOICES)]
+        first = min(len(tokens), len(VOICES))
+        total += first * np.log(choices)
+        total -= repeats.sum() * np.log(max(probability, 1e-300))
+        total -= (~repeats).sum() * np.log(
+            max((1 - probability) / (choices - 1), 1e-300))
+        count += len(tokens)
+    if not count:
+        raise ValueError("`chorales` must hold at least one step, "
+                         "received none")
+    return float(total / count)
+
+
+def load_split(path, split=None):
+    """The chorales of one split of a file, for scoring: a JSON object of
+    splits (Coconet's layout: `train`, `valid`, `test`; `split` names one,
+    default `valid`), or a JSON list of chorales (`split` must then be
+    None). Each problem is a one-line `ValueError` naming the file: not
+    JSON, another layout, a missing or empty split, a pitch out of range
+    (with the chorale, step and voice)."""
+    file = chorales_file(path)
+    opener = gzip.open if file.name.endswith(".gz") else open
+    try:
+        with opener(file, "rt", encoding="utf-8") as handle:
+            data = json.load(handle)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{file} is not a JSON chorales file: {error}") from None
+    if isinstance(data, list):
+        if split is not None:
+            raise ValueError(
+                f"{file} holds a list of chorales, not splits: give no "
+                f"split, received: split={split!r}")
+        data, split = {"chorales": data}, "chorales"
+    elif isinstance(data, dict):
+        split = "valid" if split is None else split
+        if split not in data:
+            raise ValueError(f"{file} has no split {split!r}; its splits "
+                             f"are {sorted(data)}")
+        if not isinstance(data[split], list):
+            raise ValueError(f"{file}: split {split!r} must be a list of "
+                             f"chorales, received: "
+                             f"{type(data[split]).__name__}")
+    else:
+        raise ValueError(
+            f"{file} must hold a JSON object of splits (train, valid, test) "
+            f"or a list of chorales, received: {type(data).__name__}")
+    if not data[split]:
+        raise ValueError(f"{file}: split {split!r} holds no chorales")
+    for index, chorale in enumerate(data[split]):
+        if not isinstance(chorale, list) or not chorale:
+            raise ValueError(f"{file}: chorale {index} of split {split!r} "
+                             "must be a non-empty list of steps")
+    try:
+        return parse_chorales(data, [split])[split]
+    except ValueError as error:
+        raise ValueError(f"{file}: {error}") from None
+
+
 def notes(chorale):
     """The chorale's notes, voice by voice: `[(voice, pitch, start step,
     steps held)]`. A pitch repeated on consecutive steps of a voice is one

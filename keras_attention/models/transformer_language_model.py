@@ -371,12 +371,41 @@ class TransformerLanguageModel(keras.Model):
                 f"{token_ids.dtype}")
         return token_ids.astype("int32")
 
-    def negative_log_likelihood(self, token_ids, batch_size=32):
+    def negative_log_likelihood(self, token_ids, batch_size=32,
+                                weights=None):
         """The mean negative log-likelihood in nats per target token of
         `token_ids` `(N, T + 1)` (inputs `[:, :-1]`, targets `[:, 1:]`),
-        padding targets left out."""
+        padding targets left out.
+
+        `weights` `(N, T)` (0 or 1 per target; default: 1 at every target
+        but padding) chooses which targets count, e.g. only the second
+        half of overlapping windows, which have their first half as
+        context (`keras_attention.data.chorales.scoring_windows`); padding
+        targets never count.
+
+        >>> import numpy as np
+        >>> from keras_attention.models import TransformerLanguageModel
+        >>> model = TransformerLanguageModel(vocabulary_size=6, num_layers=1,
+        ...                                  num_heads=1, hidden_dim=4,
+        ...                                  intermediate_dim=8)
+        >>> rows = np.array([[1, 2, 3, 4, 5]])
+        >>> nll = model.negative_log_likelihood(rows)  # 4 targets
+        >>> last = model.negative_log_likelihood(
+        ...     rows, weights=np.array([[0, 0, 0, 1]]))  # the last only
+        >>> bool(0 < last and 0 < nll < 2 * np.log(6))
+        True
+        """
         token_ids = self._check_tokens("token_ids", token_ids)
-        total, count = 0.0, 0
+        if weights is None:
+            weights = np.ones(token_ids[:, 1:].shape, "float64")
+        weights = np.asarray(weights, "float64")
+        if weights.shape != token_ids[:, 1:].shape:
+            raise ValueError(
+                "`weights` must be one per target, of shape "
+                f"{token_ids[:, 1:].shape} (N, T) for token_ids of shape "
+                f"{token_ids.shape}, received: weights of shape "
+                f"{weights.shape}")
+        total, count = 0.0, 0.0
         for begin in range(0, len(token_ids), batch_size):
             batch = token_ids[begin:begin + batch_size]
             logits = ops.convert_to_numpy(
@@ -386,10 +415,11 @@ class TransformerLanguageModel(keras.Model):
             peak = logits.max(-1, keepdims=True)
             log_norm = peak[..., 0] + np.log(np.exp(logits - peak).sum(-1))
             chosen = np.take_along_axis(logits, targets[..., None], -1)[..., 0]
-            real = targets != self.padding_id
-            total += float(((log_norm - chosen) * real).sum())
-            count += int(real.sum())
-        return total / max(count, 1)
+            counted = (weights[begin:begin + batch_size]
+                       * (targets != self.padding_id))  # (B, T)
+            total += float(((log_norm - chosen) * counted).sum())
+            count += float(counted.sum())
+        return total / max(count, 1.0)
 
     def generate(self, prompt, steps, seed=0, temperature=1.0,
                  use_cache=True):

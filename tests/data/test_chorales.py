@@ -147,3 +147,117 @@ def test_midi_round_trip(tmp_path):
     with pytest.raises(ValueError, match="beats_per_minute=0"):
         chorales_lib.write_midi(chorale, tmp_path / "x.mid",
                                 beats_per_minute=0)
+
+
+def _long_chorales():
+    rng = np.random.default_rng(3)
+    return [rng.integers(50, 70, (steps, 4)).astype("int32")
+            for steps in (5, 23, 40)]
+
+
+def test_training_windows_target_every_token_once_cut_on_bar_lines():
+    made = _long_chorales()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        rows = chorales_lib.training_windows(made, 32, rng, start_every=16)
+        assert rows.shape[1] == 33
+        targets = rows[:, 1:]
+        assert int((targets != chorales_lib.PAD_ID).sum()) == sum(
+            4 * len(c) for c in made)
+        # Each row is a piece of one chorale's sequence starting at a
+        # multiple of 16 (the bar), so its inputs start with <s> or with
+        # the token before its targets.
+        for row in rows:
+            real = row[row != chorales_lib.PAD_ID]
+            found = False
+            for chorale in made:
+                sequence = chorales_lib.sequence(chorale)
+                for start in range(0, len(sequence), 16):
+                    if np.array_equal(sequence[start:start + len(real)],
+                                      real):
+                        found = True
+            assert found, row
+    # Shifts differ between epochs: the windows are not all the same.
+    first = chorales_lib.training_windows(made, 32, np.random.default_rng(1),
+                                          start_every=16)
+    other = chorales_lib.training_windows(made, 32, np.random.default_rng(2),
+                                          start_every=16)
+    assert sorted(map(tuple, first)) != sorted(map(tuple, other))
+    with pytest.raises(ValueError, match="start_every=12, length=32"):
+        chorales_lib.training_windows(made, 32, rng, start_every=12)
+
+
+def test_training_windows_transpose_within_range():
+    high = [np.array([[80, 70, 60, 50]] * 4)]
+    rng = np.random.default_rng(0)
+    moves = set()
+    for _ in range(60):
+        row = chorales_lib.training_windows(high, 16, rng, transpose=3)[0]
+        moves.add(int(row[1]) - int(chorales_lib.serialize(high[0])[0]))
+    assert moves == {-3, -2, -1, 0, 1}  # 81 is the highest pitch
+
+
+def test_scoring_windows_score_every_token_once_with_half_a_window():
+    made = _long_chorales()
+    rows, weights = chorales_lib.scoring_windows(made, 16)
+    assert rows.shape[1] == 17 and weights.shape == (len(rows), 16)
+    assert weights.sum() == sum(4 * len(c) for c in made)
+    assert np.all(weights[rows[:, 1:] == chorales_lib.PAD_ID] == 0)
+    # A window after a chorale's first scores only its second half.
+    starts_with_bos = rows[:, 0] == chorales_lib.BOS_ID
+    assert np.all(weights[~starts_with_bos, :8] == 0)
+    with pytest.raises(ValueError, match="multiple of 8.*length=12"):
+        chorales_lib.scoring_windows(made, 12)
+
+
+def test_negative_log_likelihood_of_a_uniform_model_is_log_vocabulary():
+    class Uniform:
+        def negative_log_likelihood(self, rows, batch_size, weights):
+            assert weights.shape == rows[:, 1:].shape
+            return float(np.log(chorales_lib.VOCABULARY_SIZE))
+
+    assert chorales_lib.negative_log_likelihood(
+        Uniform(), _long_chorales(), 16) == pytest.approx(np.log(49))
+    with pytest.raises(ValueError, match="at least one chorale"):
+        chorales_lib.negative_log_likelihood(Uniform(), [], 16)
+
+
+def test_repeat_rule_by_hand():
+    chorale = np.array([[60, 62, 64, 65], [60, 62, 64, 67]])
+    rate = chorales_lib.repeat_rate([chorale])
+    assert rate == pytest.approx(3 / 4)
+    # First step: 4 tokens at 1/47; then 3 repeats at 0.75 and one change
+    # at 0.25 / 46.
+    expected = (4 * np.log(47) - 3 * np.log(0.75)
+                - np.log(0.25 / 46)) / 8
+    assert chorales_lib.repeat_rule_nll([chorale], 0.75) == pytest.approx(
+        expected)
+    with pytest.raises(ValueError, match="repeat_probability"):
+        chorales_lib.repeat_rule_nll([chorale], 1.5)
+
+
+def test_load_split_layouts_and_one_line_errors(tmp_path):
+    splits = tmp_path / "splits.json"
+    splits.write_text(json.dumps(MADE_UP))
+    assert len(chorales_lib.load_split(splits)) == 1  # valid by default
+    assert len(chorales_lib.load_split(splits, "train")) == 2
+    listed = tmp_path / "list.json"
+    listed.write_text(json.dumps(MADE_UP["train"]))
+    assert len(chorales_lib.load_split(listed)) == 2
+    cases = {
+        "no split 'test'": (splits, "test", MADE_UP),
+        "holds a list of chorales, not splits": (listed, "valid", None),
+        "holds no chorales": (tmp_path / "empty.json", "valid",
+                              {"valid": []}),
+        "must hold a JSON object of splits": (tmp_path / "n.json", None, 3),
+        "step 0, soprano: pitches must be -1 (silent) or in 36..81, "
+        "received: 90": (tmp_path / "high.json", None,
+                         {"valid": [[[90, 60, 55, 48]]]}),
+    }
+    for message, (path, split, content) in cases.items():
+        if content is not None:
+            path.write_text(json.dumps(content))
+        with pytest.raises(ValueError, match=message.replace("(", r"\(")
+                           .replace(")", r"\)")) as error:
+            chorales_lib.load_split(path, split)
+        assert "\n" not in str(error.value) and str(path) in str(error.value)

@@ -230,3 +230,18 @@ def test_blockwise_core_equals_the_dense_one():
     assert_allclose(blockwise(tokens), dense(tokens), atol=1e-4)
     with pytest.raises(ValueError, match="attention_impl='fast'"):
         _model(attention_impl="fast")
+
+
+def test_negative_log_likelihood_weights_choose_the_targets():
+    model = _model("relative", "none")
+    windows = _tokens(batch=2, length=8)
+    logits = as_numpy(model(windows[:, :-1])).astype("float64")
+    log_probs = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    picked = np.take_along_axis(log_probs, windows[:, 1:, None], -1)[..., 0]
+    weights = np.zeros((2, 7))  # 7 targets each
+    weights[:, 4:] = 1  # the last three only
+    np.testing.assert_allclose(
+        model.negative_log_likelihood(windows, 1, weights=weights),
+        -picked[:, 4:].mean(), rtol=1e-5)
+    with pytest.raises(ValueError, match=r"weights of shape \(2, 8\)"):
+        model.negative_log_likelihood(windows, weights=np.ones((2, 8)))
