@@ -14,10 +14,16 @@ chorale is transposed by a random number of semitones in
 windows of `--window` tokens (crops, as the paper's; every token a target
 once per epoch), the cuts on bar lines (`--start-every` tokens, 64 = 16
 steps of 4 voices) shifted at random, so that absolute positions keep the
-metre; batches of `--batch` windows of one width (one compiled step, no
-retracing). Adam (β₂ 0.98, gradients clipped at norm 1), linear warm-up
-for `--warmup` steps then a cosine decay to 0 at the end of the budget
-(`--steps`, or `--minutes` of training when no step count is given).
+metre (position 0 of a window is where it starts: it carries the start
+token's voice label); batches of `--batch` windows of one width (one
+compiled step, no retracing; each epoch's last, partial batch is left
+out, a different one each epoch as the windows are reshuffled). Adam
+(β₂ 0.98, gradients clipped at norm 1), its rate `--learning-rate` times
+a linear warm-up over `--warmup` steps times a cosine from 1 to 0 over
+the budget (`--steps`, or `--minutes` of training; given both, training
+stops at the first reached and the cosine follows whichever is further
+on). The clock counts training steps (the first one's compilation
+included), not validation.
 
 Scoring (`chorales.negative_log_likelihood`, the same number the
 `keras-attention score-chorales` command prints for a saved model):
@@ -62,6 +68,7 @@ benchmarks/music_transformer_jsb.py --preset paper --minutes 8`).
 import argparse
 import os
 import pathlib
+import shutil
 import statistics
 import sys
 import time
@@ -211,9 +218,10 @@ def finish_arguments(p, args):
                 f"{args.hidden} and {args.heads}")
     if args.window % 8:
         p.error(f"--window must be a multiple of 8, received: {args.window}")
-    if args.window % args.start_every or args.start_every % 4:
-        p.error(f"--start-every must be a multiple of 4 dividing --window "
-                f"({args.window}), received: {args.start_every}")
+    if (args.window // 2) % args.start_every or args.start_every % 4:
+        p.error(f"--start-every must be a multiple of 4 dividing half of "
+                f"--window ({args.window // 2}; scoring windows start "
+                f"every half window), received: {args.start_every}")
     names = [name for name in args.variants.split(",") if name]
     unknown = [name for name in names if name not in VARIANTS]
     if unknown or not names:
@@ -256,8 +264,9 @@ def build_model(name, args):
 
 
 def learning_rate(args, step, progress):
-    """Linear warm-up over `--warmup` steps, then a cosine to 0 at
-    `progress` 1 (the fraction of the budget spent)."""
+    """`--learning-rate` times a linear warm-up over `--warmup` steps
+    times a cosine from 1 at `progress` 0 to 0 at `progress` 1 (the
+    fraction of the budget spent)."""
     warm = min(1.0, (step + 1) / max(args.warmup, 1))
     return args.learning_rate * warm * 0.5 * (
         1 + np.cos(np.pi * min(progress, 1.0)))
@@ -282,7 +291,7 @@ def train_run(name, seed, args, data):
     started = time.perf_counter()
 
     def progress():  # the fraction of the budget spent
-        return step / args.steps if args.steps else trained / budget
+        return max(step / steps_cap, trained / budget)
 
     def validate():
         nonlocal best
@@ -399,6 +408,8 @@ def run_parallel(args, argv, jobs):
             log.close()
             del running[core]
             if process.returncode:
+                for other, *_ in running.values():
+                    other.terminate()
                 sys.exit(f"run {name} failed (exit {process.returncode}); "
                          f"see {logs / (name + '.log')}")
             record = json.loads((folder / f"{name}.json").read_text())
@@ -406,6 +417,7 @@ def run_parallel(args, argv, jobs):
             print(f"finished {name}: best valid NLL "
                   f"{rows[number]['best_nll']:.4f} at step "
                   f"{rows[number]['best_step']}", flush=True)
+    shutil.rmtree(folder, ignore_errors=True)
     return [rows[number] for number in range(len(jobs))]
 
 
@@ -534,6 +546,11 @@ def main(argv=None):
                              "in both `train` and `valid`")
     except (FileNotFoundError, KeyError, ValueError) as error:
         p.error(str(error).strip("'\""))
+    windows = len(chorales_lib.training_windows(
+        data["train"], args.window, np.random.default_rng(0)))
+    if windows < args.batch:
+        p.error(f"--batch must be at most the {windows} training windows "
+                f"of an epoch, received: {args.batch}")
     policy, reason = choose_precision(args.precision)
     keras.config.set_dtype_policy(policy)
     print(f"machine: {harness.machine()}")

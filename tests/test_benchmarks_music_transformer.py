@@ -95,15 +95,35 @@ def test_tiny_run_scores_saves_and_samples(tmp_path):
     (["--variants", "relative,nope"], "--variants must name some of"),
     (["--window", "30"], "--window must be a multiple of 8, received: 30"),
     (["--start-every", "24"], "--start-every must be a multiple of 4 "
-                              "dividing --window (256), received: 24"),
+                              "dividing half of --window (128; scoring "
+                              "windows start every half window), received: "
+                              "24"),
+    (["--window", "64", "--start-every", "64"], "received: 64"),
+    (["--data", "{data}", "--batch", "500"],
+     "--batch must be at most the"),
     (["--seeds", "a"], "--seeds must be comma-separated ints"),
     (["--dropout", "1"], "--dropout must be in [0, 1)"),
     (["--data", "/no/such/chorales.json"], "No chorales file at"),
 ])
-def test_mistakes_are_one_line(arguments, message):
+def test_mistakes_are_one_line(arguments, message, tmp_path):
+    _made_up(tmp_path / "chorales.json.gz")
+    arguments = [argument.format(data=tmp_path / "chorales.json.gz")
+                 for argument in arguments]
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / "music_transformer_jsb.py"),
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_learning_rate_warms_up_then_follows_the_cosine():
+    sys.path.insert(0, str(BENCHMARKS))
+    import music_transformer_jsb as jsb
+
+    args = jsb.finish_arguments(jsb.parser(), jsb.parser().parse_args(
+        ["--learning-rate", "0.002", "--warmup", "100"]))
+    assert jsb.learning_rate(args, 0, 0.0) == pytest.approx(0.002 / 100)
+    assert jsb.learning_rate(args, 99, 0.0) == pytest.approx(0.002)
+    assert jsb.learning_rate(args, 500, 0.5) == pytest.approx(0.001)
+    assert jsb.learning_rate(args, 900, 1.0) == pytest.approx(0.0)

@@ -352,9 +352,9 @@ def _chorale_window(args):
                 raise ValueError(f"{settings} is not JSON: {error}") from None
         window = found.get("window") if isinstance(found, dict) else None
         if isinstance(window, bool) or not isinstance(window, int) or (
-                window < 1):
+                window < 8 or window % 8):
             raise ValueError(f"{settings}: `window` must be a positive "
-                             f"int, received: {window!r}")
+                             f"multiple of 8, received: {window!r}")
     return window
 
 

@@ -282,14 +282,28 @@ def training_windows(chorales, length, rng, start_every=None, transpose=0):
     for chorale in chorales:
         tokens = sequence(random_transposition(chorale, transpose, rng))
         shift = start_every * int(rng.integers(0, length // start_every))
-        cuts = [0] + list(range(length - shift or length, len(tokens) - 1,
-                                length))
-        for start, end in zip(cuts, cuts[1:] + [len(tokens) - 1]):
+        for start, end in _cuts(len(tokens), length, shift):
             row = np.full(length + 1, PAD_ID, "int32")
             row[:end - start + 1] = tokens[start:end + 1]
             rows.append(row)
     rows = np.stack(rows) if rows else np.zeros((0, length + 1), "int32")
     return rows[rng.permutation(len(rows))]
+
+
+def _cuts(total, length, shift):
+    """`[(start, end)]`: the windows of a sequence of `total` entries, each
+    `tokens[start:end + 1]` (inputs `[start, end)`, targets `(start,
+    end]`), the first ending at `length - shift` (or `length` when
+    `shift` is 0), the others every `length` after it, the last at
+    `total - 1`; so every entry but the first is a target exactly once.
+
+    >>> from keras_attention.data.chorales import _cuts
+    >>> _cuts(20, 8, 4)
+    [(0, 4), (4, 12), (12, 19)]
+    """
+    first = length - shift if shift else length
+    starts = [0] + list(range(first, total - 1, length))
+    return list(zip(starts, starts[1:] + [total - 1]))
 
 
 def scoring_windows(chorales, length):

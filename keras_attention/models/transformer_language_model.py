@@ -399,12 +399,13 @@ class TransformerLanguageModel(keras.Model):
         if weights is None:
             weights = np.ones(token_ids[:, 1:].shape, "float64")
         weights = np.asarray(weights, "float64")
-        if weights.shape != token_ids[:, 1:].shape:
+        if weights.shape != token_ids[:, 1:].shape or not np.isin(
+                weights, (0.0, 1.0)).all():
             raise ValueError(
-                "`weights` must be one per target, of shape "
+                "`weights` must be 0 or 1, one per target, of shape "
                 f"{token_ids[:, 1:].shape} (N, T) for token_ids of shape "
                 f"{token_ids.shape}, received: weights of shape "
-                f"{weights.shape}")
+                f"{weights.shape} with values {np.unique(weights)[:4]}")
         total, count = 0.0, 0.0
         for begin in range(0, len(token_ids), batch_size):
             batch = token_ids[begin:begin + batch_size]
@@ -419,7 +420,11 @@ class TransformerLanguageModel(keras.Model):
                        * (targets != self.padding_id))  # (B, T)
             total += float(((log_norm - chosen) * counted).sum())
             count += float(counted.sum())
-        return total / max(count, 1.0)
+        if not count:
+            raise ValueError(
+                "No target to score: every target is padding or has weight "
+                f"0, received: {token_ids.shape[0]} rows")
+        return total / count
 
     def generate(self, prompt, steps, seed=0, temperature=1.0,
                  use_cache=True):

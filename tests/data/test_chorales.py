@@ -261,3 +261,15 @@ def test_load_split_layouts_and_one_line_errors(tmp_path):
                            .replace(")", r"\)")) as error:
             chorales_lib.load_split(path, split)
         assert "\n" not in str(error.value) and str(path) in str(error.value)
+
+
+def test_cuts_target_every_entry_once_on_the_grid():
+    for total in range(2, 70):
+        for length, every in ((8, 4), (16, 8), (32, 16)):
+            for shift in range(0, length, every):
+                cuts = chorales_lib._cuts(total, length, shift)
+                targets = [index for start, end in cuts
+                           for index in range(start + 1, end + 1)]
+                assert targets == list(range(1, total)), (total, cuts)
+                assert all(0 < end - start <= length for start, end in cuts)
+                assert all(start % every == 0 for start, _ in cuts)
