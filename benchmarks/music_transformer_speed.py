@@ -1,7 +1,8 @@
 """Training tokens/s of the JSB Music Transformer (the CPU preset of
 `music_transformer_jsb.py`) on each Keras backend and precision, each in
 its own process, interleaved: which backend and dtype policy the
-benchmark should default to on this machine.
+benchmark should default to on this machine, and what one core with one
+thread trains (the unit of `music_transformer_jsb.py --parallel`).
 
 One training step is a batch of `--batch` windows of `--window` tokens
 (random tokens: the speed does not depend on them); after two warm-up
@@ -24,8 +25,11 @@ import time
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
-CANDIDATES = (("tensorflow", "float32"), ("jax", "float32"),
-              ("tensorflow", "mixed_bfloat16"), ("jax", "mixed_bfloat16"))
+# (backend, dtype policy, threads: 0 for all the cores, 1 for one core
+# with one thread, as `music_transformer_jsb.py --parallel` runs each).
+CANDIDATES = (("tensorflow", "float32", 0), ("jax", "float32", 0),
+              ("tensorflow", "mixed_bfloat16", 0),
+              ("jax", "mixed_bfloat16", 0), ("tensorflow", "float32", 1))
 
 
 def worker(backend, policy, args):
@@ -40,7 +44,7 @@ def worker(backend, policy, args):
     settings = jsb.finish_arguments(
         jsb.parser(), jsb.parser().parse_args(
             ["--variants", args.variant, "--window", str(args.window),
-             "--batch", str(args.batch)]))
+             "--start-every", "8", "--batch", str(args.batch)]))
     keras.utils.set_random_seed(0)
     model = jsb.build_model(args.variant, settings)
     rows = np.random.default_rng(0).integers(
@@ -63,7 +67,8 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=3)
-    p.add_argument("--worker", nargs=2, metavar=("BACKEND", "POLICY"),
+    p.add_argument("--worker", nargs=3, metavar=("BACKEND", "POLICY",
+                                                  "THREADS"),
                    help=argparse.SUPPRESS)
     import harness
 
@@ -74,38 +79,50 @@ def main(argv=None):
             p.error(f"--{flag} must be positive, received: "
                     f"{getattr(args, flag)!r}")
     if args.worker:
-        return worker(*args.worker, args)
+        return worker(*args.worker[:2], args)
     timings = {candidate: [] for candidate in CANDIDATES}
     for _ in range(args.repeats):
-        for backend, policy in CANDIDATES:
+        for backend, policy, threads in CANDIDATES:
+            environment = dict(os.environ)
+            pin = None
+            if threads:
+                environment.update(TF_NUM_INTRAOP_THREADS=str(threads),
+                                   TF_NUM_INTEROP_THREADS="1")
+                core = sorted(os.sched_getaffinity(0))[0]
+                pin = lambda core=core: os.sched_setaffinity(0, {core})  # noqa: E731
             result = subprocess.run(
                 [sys.executable, __file__, "--worker", backend, policy,
-                 "--variant", args.variant, "--window", str(args.window),
-                 "--batch", str(args.batch), "--steps", str(args.steps)],
-                capture_output=True, text=True)
+                 str(threads), "--variant", args.variant, "--window",
+                 str(args.window), "--batch", str(args.batch), "--steps",
+                 str(args.steps)],
+                capture_output=True, text=True, env=environment,
+                preexec_fn=pin)
             if result.returncode:
                 sys.exit(f"{backend} {policy} failed: "
                          f"{result.stderr[-2000:]}")
             rate = json.loads(result.stdout.strip().splitlines()[-1])
-            timings[(backend, policy)].append(rate["tokens_per_second"])
-            print(f"{backend:<11} {policy:<15} "
+            timings[(backend, policy, threads)].append(
+                rate["tokens_per_second"])
+            print(f"{backend:<11} {policy:<15} {threads or 'all':>7} "
                   f"{rate['tokens_per_second']:8.0f} tokens/s", flush=True)
     os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    reference = statistics.median(timings[("tensorflow", "float32")])
+    reference = statistics.median(timings[("tensorflow", "float32", 0)])
     rows = []
-    for (backend, policy), rates in timings.items():
+    for (backend, policy, threads), rates in timings.items():
         median = statistics.median(rates)
         rows.append({"backend": backend, "precision": policy,
+                     "threads": threads or os.cpu_count(),
                      "variant": args.variant, "window": args.window,
                      "batch": args.batch,
                      "tokens_per_second": round(median, 1),
                      "runs": [round(rate, 1) for rate in rates],
                      "ratio_to_tensorflow_float32": round(
                          median / reference, 3)})
-    print(f"\n{'backend':<11} {'precision':<15} {'tokens/s':>9} "
-          f"{'vs TF float32':>13}")
+    print(f"\n{'backend':<11} {'precision':<15} {'threads':>7} "
+          f"{'tokens/s':>9} {'vs TF float32':>13}")
     for row in rows:
         print(f"{row['backend']:<11} {row['precision']:<15} "
+              f"{row['threads']:>7} "
               f"{row['tokens_per_second']:9.0f} "
               f"{row['ratio_to_tensorflow_float32']:13.3f}")
     harness.write_results(args.results_name or "music_transformer_speed",

@@ -127,3 +127,21 @@ def test_learning_rate_warms_up_then_follows_the_cosine():
     assert jsb.learning_rate(args, 99, 0.0) == pytest.approx(0.002)
     assert jsb.learning_rate(args, 500, 0.5) == pytest.approx(0.001)
     assert jsb.learning_rate(args, 900, 1.0) == pytest.approx(0.0)
+
+
+def test_speed_benchmark_times_every_backend_and_precision(tmp_path):
+    stdout, record = run_benchmark(
+        "music_transformer_speed.py", tmp_path, "--steps", "1", "--repeats",
+        "1", "--window", "32", "--batch", "2", timeout=600)
+    seen = {(row["backend"], row["precision"], row["threads"])
+            for row in record["rows"]}
+    assert ("tensorflow", "float32", 1) in seen
+    assert {("jax", "mixed_bfloat16"), ("tensorflow", "float32")} <= {
+        (backend, precision) for backend, precision, _ in seen}
+    reference = [row for row in record["rows"]
+                 if (row["backend"], row["precision"]) == (
+                     "tensorflow", "float32") and row["threads"] > 1]
+    if reference:  # a machine of one core has no two-thread row
+        assert reference[0]["ratio_to_tensorflow_float32"] == 1.0
+    assert all(row["tokens_per_second"] > 0 for row in record["rows"])
+    assert "vs TF float32" in stdout

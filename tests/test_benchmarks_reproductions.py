@@ -110,7 +110,9 @@ def test_the_music_deriver():
                      ("relative_sinusoid", 197, 2.3)])
     claims = reproductions.music_transformer_jsb(record, "m.json")
     by_claim = {claim["claim"]: claim for claim in claims}
-    assert len(claims) == 3  # relative_sinusoid has no row in the paper
+    # relative_sinusoid has no row in the paper; the steps differ, so no
+    # ordering claims.
+    assert len(claims) == 3
     absolute = by_claim["JSB Chorales note-wise valid NLL, baseline "
                         "Transformer (`absolute`)"]
     assert (absolute["theirs"], absolute["ours"]) == ("0.417 nats",
@@ -132,6 +134,30 @@ def test_the_music_deriver():
     assert voices[0]["theirs"] == "0.347 nats"  # not "+ cpsi + ... (best)"
     assert voices[0]["reproduced"] == "yes"
     reproductions.validate(claims, "m.json")
+
+
+def test_the_music_orderings_at_equal_steps_only():
+    record = _music([("absolute", 1000, 0.50), ("relative", 1000, 0.52),
+                     ("relative_voices", 1000, 0.49)])
+    claims = reproductions.music_transformer_jsb(record, "m.json")
+    orderings = {claim["claim"]: claim for claim in claims
+                 if "ahead" in claim["claim"]}
+    assert len(orderings) == 2
+    relative = orderings["JSB Chorales, relative attention ahead of the "
+                         "baseline Transformer at equal steps (`relative` "
+                         "against `absolute`)"]
+    assert relative["theirs"] == "0.357 against 0.417 nats"
+    assert relative["ours"] == "0.520 against 0.500 nats"
+    assert relative["reproduced"] == "no"
+    assert "1000 steps each" in relative["data"]
+    voices = [claim for name, claim in orderings.items()
+              if name.startswith("JSB Chorales, voice labels")][0]
+    assert voices["reproduced"] == "yes"
+    assert voices["theirs"] == "0.347 against 0.357 nats"
+    reproductions.validate(claims, "m.json")
+    unequal = _music([("absolute", 900, 0.50), ("relative", 1000, 0.52)])
+    assert not [claim for claim in reproductions.music_transformer_jsb(
+        unequal, "m.json") if "ahead" in claim["claim"]]
 
 
 def test_the_music_deriver_at_the_tolerance():
