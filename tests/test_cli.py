@@ -59,7 +59,7 @@ def free_port():
 
 @pytest.mark.parametrize("command", [
     [], ["train"], ["evaluate"], ["translate"], ["attention-map"], ["export"],
-    ["serve"]])
+    ["serve"], ["score-chorales"]])
 def test_help_answers_in_under_a_second_without_log_lines(command, tmp_path):
     seconds = []
     for _ in range(3):  # the best of 3: the machine is shared
