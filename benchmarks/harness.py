@@ -213,6 +213,12 @@ def add_results_arguments(parser, default_name):
                              f"{default_name})")
 
 
+def command_line():
+    """This process's command line as results files record it: the
+    script's name, then its arguments."""
+    return " ".join([pathlib.Path(sys.argv[0]).name] + sys.argv[1:])
+
+
 def write_results(name, rows, directory=None, **extra):
     """Write `DIRECTORY/NAME.json` (default `benchmarks/results/`): the
     machine, the command line, `rows` (a list of dicts) and any `extra`
@@ -225,7 +231,7 @@ def write_results(name, rows, directory=None, **extra):
         "benchmark": name,
         "when": datetime.datetime.now(datetime.timezone.utc).isoformat(
             timespec="seconds"),
-        "command": " ".join([pathlib.Path(sys.argv[0]).name] + sys.argv[1:]),
+        "command": command_line(),
         "machine": machine(),
         "rows": rows,
         **extra,

@@ -182,6 +182,10 @@ def parser():
     p.add_argument("--sample-steps", type=int, default=64)
     p.add_argument("--no-samples", action="store_true",
                    help="skip the samples and the cache check")
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's "
+                        "(same --results-name) instead of replacing them; "
+                        "the file keeps every command in `commands`")
     p.add_argument("--output-dir", default="runs/jsb",
                    help="samples (MIDI, piano rolls)")
     p.add_argument("--save-dir", default="runs/jsb/models",
@@ -521,6 +525,21 @@ def print_table(rows, rule, args):
         print(f"  {label:<64} {value}")
 
 
+def earlier_runs(args):
+    """With `--append`, the rows and commands already in the results
+    file (none when it is missing); else none."""
+    import json
+
+    import harness
+
+    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
+        f"{args.results_name or 'music_transformer_jsb'}.json")
+    if not args.append or not path.is_file():
+        return [], []
+    record = json.loads(path.read_text())
+    return record["rows"], record.get("commands", [record["command"]])
+
+
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
@@ -566,6 +585,7 @@ def main(argv=None):
         f"{' or ' if args.steps else ''}{args.minutes:g} min"
         if args.minutes else "")
     rows, models, saved = [], {}, {}
+    earlier, commands = earlier_runs(args)
     settings = {key: value for key, value in vars(args).items()
                 if key not in ("results_dir", "results_name",
                                "variant_list", "seed_list")}
@@ -585,9 +605,11 @@ def main(argv=None):
         rows.append(row)
         models[(variant, seed)] = model
         harness.write_results(
-            name, rows, directory=args.results_dir, summary=summary(rows),
-            repeat_rule=rule, paper=[list(line) for line in PAPER_TABLE],
-            settings=settings, saved=saved, complete=len(rows) == len(jobs))
+            name, earlier + rows, directory=args.results_dir,
+            summary=summary(earlier + rows), repeat_rule=rule,
+            paper=[list(line) for line in PAPER_TABLE], settings=settings,
+            saved=saved, commands=commands + [harness.command_line()],
+            complete=len(rows) == len(jobs))
     print_table(rows, rule, args)
     best = min(rows, key=lambda row: row["best_nll"])
     samples = None
@@ -600,9 +622,11 @@ def main(argv=None):
                 saved[f"{best['variant']}_seed{best['seed']}"])
         samples = write_samples(model, best, args, data)
     harness.write_results(
-        name, rows, directory=args.results_dir, summary=summary(rows),
-        repeat_rule=rule, paper=[list(line) for line in PAPER_TABLE],
-        settings=settings, saved=saved, samples=samples, complete=True)
+        name, earlier + rows, directory=args.results_dir,
+        summary=summary(earlier + rows), repeat_rule=rule,
+        paper=[list(line) for line in PAPER_TABLE], settings=settings,
+        saved=saved, samples=samples,
+        commands=commands + [harness.command_line()], complete=True)
     return rows
 
 

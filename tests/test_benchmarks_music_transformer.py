@@ -145,3 +145,24 @@ def test_speed_benchmark_times_every_backend_and_precision(tmp_path):
         assert reference[0]["ratio_to_tensorflow_float32"] == 1.0
     assert all(row["tokens_per_second"] > 0 for row in record["rows"])
     assert "vs TF float32" in stdout
+
+
+def test_append_adds_rows_and_keeps_every_command(tmp_path):
+    _made_up(tmp_path / "chorales.json.gz")
+    tiny = ["--data", str(tmp_path / "chorales.json.gz"), "--steps", "1",
+            "--layers", "1", "--hidden", "8", "--heads", "2", "--ff", "8",
+            "--window", "32", "--start-every", "16", "--batch", "4",
+            "--no-samples", "--save-dir", str(tmp_path / "models"),
+            "--results-name", "jsb_tiny"]
+    run_benchmark("music_transformer_jsb.py", tmp_path / "results", *tiny,
+                  "--variants", "absolute", timeout=600)
+    _, record = run_benchmark(
+        "music_transformer_jsb.py", tmp_path / "results", *tiny,
+        "--variants", "relative", "--append", timeout=600)
+    assert [row["variant"] for row in record["rows"]] == ["absolute",
+                                                          "relative"]
+    assert [line["variant"] for line in record["summary"]] == [
+        "absolute", "relative"]
+    assert len(record["commands"]) == 2
+    assert "--append" in record["commands"][1]
+    assert "--append" not in record["commands"][0]
