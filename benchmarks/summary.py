@@ -305,7 +305,11 @@ def _music(record):
     over seeds, beside the rule with no weights and the paper's Table
     2."""
     rows = record["rows"]
-    lines = ["| variant | seed | weights | steps | training min | tokens/s "
+    lines = []
+    if len(record.get("commands", [])) > 1:
+        lines += ["The rows come from " + ", then ".join(
+            f"`{command}`" for command in record["commands"]) + ".", ""]
+    lines += ["| variant | seed | weights | steps | training min | tokens/s "
              "| best valid NLL (at step) | last |",
              "|---|---|---|---|---|---|---|---|"]
     for row in rows:
