@@ -463,8 +463,7 @@ def write_samples(model, row, args, data):
         chorales_lib.write_midi(chorale, stem.with_suffix(".mid"))
         plot_piano_roll(
             chorale, primer_steps=len(primer) if kind == "continuation" else 0,
-            title=f"{row['variant']}: {kind} (valid NLL "
-                  f"{row['best_nll']:.3f})",
+            title=f"{kind} (valid NLL {row['best_nll']:.3f})",
             path=stem.with_suffix(".png"))
         written[kind] = str(stem)
     short = prompts["continuation"]

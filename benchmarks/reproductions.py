@@ -110,7 +110,8 @@ def music_transformer_jsb(record, name="music_transformer_jsb"):
                            else "no"),
             "seeds": len(rows),
             "data": f"JSB Chorales at 16th notes, `valid` split; {budget}",
-            "command": record["command"],
+            "command": " then ".join(record.get("commands",
+                                                [record["command"]])),
         })
     return claims + _music_orderings(record, paper)
 
@@ -122,6 +123,9 @@ MUSIC_ORDERINGS = (
     ("relative", "absolute", "relative attention ahead of the baseline "
      "Transformer at equal steps", ("Relative Transformer (",
                                     "Transformer baseline")),
+    ("relative_sinusoid", "absolute", "relative attention ahead of the "
+     "baseline Transformer, both with sinusoids, at equal steps",
+     ("Relative Transformer (", "baseline + concat positional")),
     ("relative_voices", "relative", "voice labels ahead of relative "
      "attention alone at equal steps", ("Relative Transformer + cpsi",
                                         "Relative Transformer (")),
@@ -162,7 +166,8 @@ def _music_orderings(record, paper):
             "seeds": len(mine[ahead]),
             "data": f"JSB Chorales at 16th notes, `valid` split; "
                     f"{steps.pop()} steps each",
-            "command": record["command"],
+            "command": " then ".join(record.get("commands",
+                                                [record["command"]])),
         })
     return claims
 
