@@ -325,8 +325,10 @@ def _music(record):
     for line in record.get("summary", []):
         lines.append(
             f"| {line['variant']} | {line['runs']} | "
-            f"**{line['mean_nll']:.4f}** | ±{line['std_nll']:.4f} | "
-            f"{line['min_nll']:.4f}–{line['max_nll']:.4f} |")
+            f"**{line['mean_nll']:.4f}** | "
+            + (f"±{line['std_nll']:.4f} | {line['min_nll']:.4f}–"
+               f"{line['max_nll']:.4f} |" if line["runs"] > 1
+               else "— | — |"))
     rule = record.get("repeat_rule")
     if rule:
         lines += ["", f"The rule with no weights (each voice repeats its "
