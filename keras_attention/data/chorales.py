@@ -81,6 +81,18 @@ def _check_chorale(split, index, chorale):
     return array.astype("int32")
 
 
+def _read(path):
+    """`(file, decoded JSON)` of the chorales file `chorales_file(path)`
+    names; an unreadable file is a one-line `ValueError`."""
+    file = chorales_file(path)
+    opener = gzip.open if file.name.endswith(".gz") else open
+    try:
+        with opener(file, "rt", encoding="utf-8") as handle:
+            return file, json.load(handle)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{file} is not a JSON chorales file: {error}") from None
+
+
 def parse_chorales(data, splits=None):
     """`{split: [(T, 4) int32 arrays]}` from the decoded JSON object,
     checked: every step four pitches in range or -1. `splits` (names)
@@ -118,13 +130,7 @@ def load_chorales(path=None, splits=None):
     [[72, 67, 64, 48], [72, 67, 64, -1]]
     >>> folder.cleanup()
     """
-    file = chorales_file(path)
-    opener = gzip.open if file.name.endswith(".gz") else open
-    try:
-        with opener(file, "rt", encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{file} is not a JSON chorales file: {error}") from None
+    _, data = _read(path)
     return parse_chorales(data, splits)
 
 
@@ -416,13 +422,7 @@ def load_split(path, split=None):
     None). Each problem is a one-line `ValueError` naming the file: not
     JSON, another layout, a missing or empty split, a pitch out of range
     (with the chorale, step and voice)."""
-    file = chorales_file(path)
-    opener = gzip.open if file.name.endswith(".gz") else open
-    try:
-        with opener(file, "rt", encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{file} is not a JSON chorales file: {error}") from None
+    file, data = _read(path)
     if isinstance(data, list):
         if split is not None:
             raise ValueError(
