@@ -163,12 +163,23 @@ def test_gradient_receptive_field_is_causal(compression):
         field.append(np.abs(inputs_gradient[0]).sum(-1))
     field = np.stack(field)  # (T outputs, T inputs)
     expected = np.zeros((length, length), bool)
+    own_query_one_slot = np.zeros((length, length), bool)
     for i in range(length):
         seen = compression * ((i + 1) // compression)
         expected[i, :seen] = True
         if seen >= 2 * compression:
             expected[i, i] = True
-    assert np.all(field[~expected] == 0.0)
+        elif i >= seen:
+            own_query_one_slot[i, i] = True
+    # Later positions: exactly zero on every backend.
+    future = ~expected & ~own_query_one_slot
+    assert np.all(field[future] == 0.0), field
+    # A query over one slot: zero in exact arithmetic (the softmax is 1);
+    # PyTorch's fused kernel leaves rounding (7.5e-8 against entries of
+    # about 1), so this one is bounded relative to the row.
+    rows = field.max(-1, keepdims=True)
+    assert np.all((field / np.maximum(rows, 1e-30))[own_query_one_slot]
+                  < 1e-5), field
     assert np.all(field[expected] > 0.0)
 
 
