@@ -344,6 +344,48 @@ def _music(record):
     return lines
 
 
+def _ram(record):
+    """The recurrent attention model on cluttered digits
+    (benchmarks/ram_cluttered_mnist.py): each variant's mean test error
+    and spread over seeds beside Mnih et al.'s Table 2, then every run."""
+    rows = record["rows"]
+    lines = []
+    if len(record.get("commands", [])) > 1:
+        lines += ["The rows come from " + ", then ".join(
+            f"`{command}`" for command in record["commands"]) + ".", ""]
+    lines += ["| model | seeds | test error (mean) | spread (s.d.) | "
+              "Mnih et al. 2014 |", "|---|---|---|---|---|"]
+    for variant, line in record.get("summary", {}).items():
+        paper = line.get("paper_test_error")
+        lines.append(
+            f"| {line['label']} (`{variant}`) | {line['seeds']} | "
+            f"**{line['test_error_mean']:.2%}** | "
+            + (f"±{line['test_error_std']:.2%}" if line["seeds"] > 1
+               else "—")
+            + f" | {'—' if paper is None else f'{paper:.2%}'} |")
+    rule = record.get("majority_rule_test_error")
+    if rule is not None:
+        lines.append(f"| the most frequent training class (no weights) | "
+                     f"— | {rule:.2%} | — | — |")
+    lines += ["", "| model | seed | test error | best validation error "
+              "(epoch) | epochs | training min | examples/s | weights |",
+              "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(
+            f"| `{row['variant']}` | {row['seed']} | "
+            f"{row['test_error']:.2%} | {row['validation_error']:.2%} "
+            f"({row['best_epoch']}) | {row['epochs']} | "
+            f"{row['train_seconds'] / 60:.1f} | "
+            f"{row['examples_per_second']:,.0f} | {row['parameters']:,} |")
+    data = record.get("data", {})
+    if data:
+        lines += ["", f"Data: {data.get('source', '')}; digits "
+                  + ", ".join(f"{count:,} {split}" for split, count
+                              in data.get("digits", {}).items())
+                  + f"; split seed {data.get('split_seed')}."]
+    return lines
+
+
 def _mean_or_dash(values):
     """The mean of the values that are numbers (not None or NaN), or —
     (a bAbI task with no sentence of that kind)."""
@@ -402,6 +444,9 @@ def render(record, stem=None):
     elif (record["benchmark"].startswith("music_transformer_jsb")
           and "best_nll" in first):
         lines += _music(record)
+    elif (record["benchmark"].startswith("ram_cluttered_mnist")
+          and "test_error" in first):
+        lines += _ram(record)
     elif record["benchmark"].startswith("attention_variants"):
         lines += _variants(record)
     elif "concurrency" in first and "model" in first:

@@ -28,14 +28,11 @@ import time
 
 import keras
 import numpy as np
-from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from keras_attention.data.cluttered_digits import generate_cluttered_digits
 from keras_attention.layers import GlimpseSensor
-from keras_attention.layers.glimpse_sensor import glimpse_boxes
 from keras_attention.models import RecurrentAttentionModel
-from keras_attention.visualize import heatmaps
+from keras_attention.visualize import plot_glimpses
 
 """
 ## Data: one digit and some clutter
@@ -185,40 +182,17 @@ model's answer in the title.
 
 def draw(model, test, count, path):
     outputs = model.predict(test.images[:count], verbose=0)
-    locations = outputs["locations"]  # (N, T, 2)
-    boxes = np.asarray(glimpse_boxes(locations, test.images.shape[1:],
-                                     model.glimpse_size, model.num_scales,
-                                     model.scale))  # (N, T, k, 4)
-    colours = ["tab:red", "tab:orange", "tab:green", "tab:cyan", "tab:blue",
-               "tab:purple", "tab:pink", "tab:olive"]
-    figure = Figure(figsize=(2.6 * count, 2.9), dpi=100,
-                    layout="constrained")
-    axes = figure.subplots(1, count, squeeze=False)[0]
-    for row, ax in enumerate(axes):
-        ax.imshow(test.images[row], cmap="gray", vmin=0, vmax=1,
-                  interpolation="nearest")
-        for step in range(boxes.shape[1]):
-            colour = colours[step % len(colours)]
-            for level, (top, left, height, width) in enumerate(
-                    boxes[row, step]):
-                ax.add_patch(Rectangle(
-                    (left - 0.5, top - 0.5), width, height, fill=False,
-                    edgecolor=colour, linewidth=2.0 - 0.5 * level,
-                    alpha=1.0 - 0.25 * level))
-            top, left, height, width = boxes[row, step, 0]
-            ax.text(left + width / 2 - 0.5, top + height / 2 - 0.5,
-                    str(step + 1), color=colour, ha="center", va="center",
-                    fontsize=11, fontweight="bold")
-        predicted = int(np.argmax(outputs["logits"][row]))
-        ax.set_title(f"digit {test.labels[row]}, read {predicted}")
-        ax.set_xlim(-0.5, test.images.shape[2] - 0.5)
-        ax.set_ylim(test.images.shape[1] - 0.5, -0.5)
-        ax.set_axis_off()
+    predicted = np.argmax(outputs["logits"], axis=-1)
     sizes = [str(model.glimpse_size * model.scale**level)
              for level in range(model.num_scales)]
-    figure.suptitle(f"RAM, {boxes.shape[1]} glimpses: where it looks "
-                    f"(patches of {', '.join(sizes)} pixels)")
-    heatmaps.save(figure, path, 100)
+    plot_glimpses(
+        test.images[:count], outputs["locations"], model.glimpse_size,
+        model.num_scales, model.scale,
+        titles=[f"digit {label}, read {guess}"
+                for label, guess in zip(test.labels[:count], predicted)],
+        title=f"RAM, {model.num_glimpses} glimpses: where it looks "
+              f"(patches of {', '.join(sizes)} pixels)",
+        path=path)
     return path
 
 

@@ -13,6 +13,8 @@
 - `plot_image_attention(image (H, W), attention (T, L), words, grid)`: a
   captioner's attention over image locations, one panel per word
   (`upsample_attention` spreads each location's weight over its pixels).
+- `plot_glimpses(images (N, H, W), locations (N, T, 2), glimpse_size)`:
+  a recurrent attention model's glimpses drawn on the images.
 - `plot_piano_roll(chorale (T, 4))`: a four-voice chorale (sampled by a
   language model, or a primer and its continuation) as a piano roll.
 - `plot_ponder(question, sentences, ponder)`: a Universal Transformer's
@@ -30,6 +32,7 @@ _EXPORTS = {
     "AttentionViewer": "viewer",
     "clean_pieces": "labels",
     "plot_attention": "heatmaps",
+    "plot_glimpses": "glimpses",
     "plot_heads": "heatmaps",
     "plot_image_attention": "image_attention",
     "plot_piano_roll": "piano_roll",

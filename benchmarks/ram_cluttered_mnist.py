@@ -1,0 +1,570 @@
+"""Mnih et al.'s Table 2 on 60x60 cluttered translated digits: the
+recurrent attention model (RAM) with 4, 6 and 8 glimpses against their
+two-layer convolutional network, trained in the same run.
+
+Paper rows (Mnih, Heess, Graves, Kavukcuoglu, "Recurrent Models of Visual
+Attention", NeurIPS 2014, Table 2, 60x60 cluttered translated MNIST, test
+error): FC 2 layers of 64: 28.58%; FC 2 layers of 256: 11.96%;
+convolutional, 2 layers: 8.09%; RAM 4 glimpses, 12x12, 3 scales: 4.96%;
+6 glimpses: 4.08%; 8 glimpses: 4.04%; 8 random glimpses: 14.4%.
+
+Data (`keras_attention.data.mnist`): the project's 10,000 real MNIST
+digits (`../shared/data/mnist10k`, or `--data`, or
+`$KERAS_ATTENTION_MNIST`; the paper had 60,000 training digits), split once
+by `--split-seed` into 7,000 train, 1,000 validation, 2,000 test digits.
+Each canvas is 60x60 with the digit at a uniformly random place and four
+8x8 fragments of other digits of the same split (the paper's clutter).
+Training canvases are composed afresh every epoch (seed and epoch); the
+validation and test canvases are fixed. The model of the epoch with the
+best validation error is the one tested.
+
+Models: RAM as the paper (glimpses of 12x12 pixels at 3 scales, 12, 24 and
+48 pixels wide, each averaged to 12x12; h_g and h_l of 128, g_t and the
+rectifier core of 256; a Gaussian location policy of fixed σ trained by
+REINFORCE with a learned baseline, reward 1 for a right answer);
+`ram6_full_gradient` lets REINFORCE's gradient reach the core and glimpse
+network (the paper's eq. 2 over all parameters) where the others stop it
+at the core's state. The convolutional network is one layer of 8 10x10
+filters with stride 5 and a fully connected layer of 256 (ReLU), then the
+classifier; `fc256` is two fully connected layers of 256. All train with
+Adam and a cosine-decayed learning rate (the paper: SGD with momentum and
+a linear decay) for `--epochs`. The rule with no weights is "always the
+most frequent training class".
+
+Run: `KERAS_BACKEND=jax python benchmarks/ram_cluttered_mnist.py
+[--variants ram4,ram6,ram8,conv] [--seeds 0,1,2] [--epochs E]
+[--parallel 2]`; `--diagnose` prints the gradient norms of each loss term
+at the core (JAX).
+"""
+
+import argparse
+import json
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+    "data") / "mnist10k"
+NAME = "ram_cluttered_mnist"
+PAPER = {  # Table 2, 60x60 cluttered translated MNIST, test error %
+    "fc64": 28.58, "fc256": 11.96, "conv": 8.09, "ram4": 4.96,
+    "ram6": 4.08, "ram8": 4.04, "ram8_random": 14.4,
+}
+VARIANTS = {
+    "ram4": dict(kind="ram", glimpses=4),
+    "ram6": dict(kind="ram", glimpses=6),
+    "ram8": dict(kind="ram", glimpses=8),
+    "ram6_full_gradient": dict(kind="ram", glimpses=6, full_gradient=True),
+    "conv": dict(kind="conv"),
+    "fc256": dict(kind="fc"),
+    "oracle_glimpse": dict(kind="oracle"),
+}
+LABELS = {
+    "ram4": "RAM, 4 glimpses, 12x12, 3 scales",
+    "ram6": "RAM, 6 glimpses, 12x12, 3 scales",
+    "ram8": "RAM, 8 glimpses, 12x12, 3 scales",
+    "ram6_full_gradient": "RAM, 6 glimpses, REINFORCE into the core",
+    "conv": "Convolutional, 2 layers",
+    "fc256": "FC, 2 layers (256 hiddens each)",
+    "oracle_glimpse": "one glimpse at the digit's centre, told",
+}
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        description="RAM against a convolutional network on 60x60 "
+                    "cluttered translated MNIST digits (Mnih et al. 2014, "
+                    "Table 2)")
+    p.add_argument("--data", default=None,
+                   help="the MNIST .npz or its folder (default: "
+                        "$KERAS_ATTENTION_MNIST, else ../shared/data/mnist10k)")
+    p.add_argument("--variants", default="ram4,ram6,ram8,conv",
+                   help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--learning-rate", type=float, default=1e-3)
+    p.add_argument("--location-std", type=float, default=0.1,
+                   help="σ of the location policy, in half-widths")
+    p.add_argument("--glimpse-size", type=int, default=12)
+    p.add_argument("--scales", type=int, default=3)
+    p.add_argument("--canvas-size", type=int, default=60)
+    p.add_argument("--clutter", type=int, default=4)
+    p.add_argument("--fragment-size", type=int, default=8)
+    p.add_argument("--validation", type=int, default=1000,
+                   help="validation digits of the split")
+    p.add_argument("--test", type=int, default=2000,
+                   help="test digits of the split")
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--parallel", type=int, default=1,
+                   help="runs at once, each in its own process pinned to "
+                        "a core")
+    p.add_argument("--logs", default="runs/ram_cluttered_mnist",
+                   help="folder of the parallel runs' logs")
+    p.add_argument("--figure", default=None,
+                   help="draw the glimpses of the best RAM on six test "
+                        "canvases into this PNG")
+    p.add_argument("--diagnose", action="store_true",
+                   help="print each loss term's gradient norm at the core "
+                        "(RAM variants, JAX) at the start and the end")
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's")
+    p.add_argument("--rewrite", action="store_true",
+                   help="train nothing: recompute the results file's "
+                        "summary and claims from its rows")
+    p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--results-dir", default=None)
+    p.add_argument("--results-name", default=None)
+    return p
+
+
+def finish_arguments(p, args):
+    """Check every value; a mistake is one line through `p.error`."""
+    for flag in ("epochs", "batch_size", "learning_rate", "location_std",
+                 "glimpse_size", "scales", "canvas_size", "fragment_size",
+                 "parallel"):
+        if getattr(args, flag) <= 0:
+            p.error(f"--{flag.replace('_', '-')} must be positive, "
+                    f"received: {getattr(args, flag)!r}")
+    if args.clutter < 0:
+        p.error(f"--clutter must be >= 0, received: {args.clutter}")
+    if args.canvas_size < 28:
+        p.error(f"--canvas-size must be at least 28, received: "
+                f"{args.canvas_size}")
+    if args.fragment_size > 28:
+        p.error(f"--fragment-size must be at most 28, received: "
+                f"{args.fragment_size}")
+    names = [name for name in args.variants.split(",") if name]
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or not names:
+        p.error(f"--variants must name some of {', '.join(VARIANTS)}, "
+                f"received: {args.variants!r}")
+    args.variant_list = names
+    try:
+        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
+    except ValueError:
+        args.seed_list = []
+    if not args.seed_list:
+        p.error(f"--seeds must be comma-separated ints, received: "
+                f"{args.seeds!r}")
+    return args
+
+
+def load(args, p):
+    """`{"train", "validation", "test"}` digits; validation and test
+    canvases fixed. A bad data path is one line."""
+    from keras_attention.data import mnist
+
+    path = args.data or os.environ.get(mnist.MNIST_VARIABLE)
+    if not path and PROJECT_DATA.is_dir():
+        path = PROJECT_DATA
+    try:
+        digits = mnist.split(mnist.load_mnist(path), args.split_seed,
+                             args.validation, args.test)
+    except (FileNotFoundError, ValueError) as error:
+        p.error(str(error).strip("'\""))
+    options = canvas_options(args)
+    return {
+        "digits": digits,
+        "validation": mnist.cluttered(digits["validation"], seed=10_001,
+                                      **options),
+        "test": mnist.cluttered(digits["test"], seed=10_002, **options),
+    }
+
+
+def canvas_options(args):
+    return dict(canvas_size=args.canvas_size, clutter=args.clutter,
+                fragment_size=args.fragment_size)
+
+
+def majority_error(train_labels, test_labels):
+    """The rule with no weights: answer the most frequent training class;
+    its error on `test_labels`."""
+    majority = np.bincount(train_labels).argmax()
+    return float(np.mean(test_labels != majority))
+
+
+"""
+## Models
+"""
+
+
+def build(variant, args, seed, steps):
+    import keras
+
+    from keras_attention.models import RecurrentAttentionModel
+
+    spec = VARIANTS[variant]
+    keras.utils.set_random_seed(seed)
+    schedule = keras.optimizers.schedules.CosineDecay(args.learning_rate,
+                                                      steps)
+    optimizer = keras.optimizers.Adam(schedule, clipnorm=5.0)
+    if spec["kind"] == "ram":
+        model = RecurrentAttentionModel(
+            num_glimpses=spec["glimpses"], glimpse_size=args.glimpse_size,
+            num_scales=args.scales, glimpse_units=128, units=256,
+            location_std=args.location_std,
+            stop_location_gradient=not spec.get("full_gradient", False),
+            seed=seed)
+        model.compile(optimizer=optimizer)
+        return model
+    layers = keras.layers
+    size = args.canvas_size
+    if spec["kind"] == "oracle":
+        features = args.scales * args.glimpse_size**2
+        model = keras.Sequential([
+            keras.Input((features,)), layers.Dense(128, activation="relu"),
+            layers.Dense(256, activation="relu"), layers.Dense(10)],
+            name=variant)
+        model.compile(optimizer=optimizer,
+                      loss=keras.losses.SparseCategoricalCrossentropy(
+                          from_logits=True))
+        return model
+    if spec["kind"] == "conv":
+        body = [layers.Reshape((size, size, 1)),
+                layers.Conv2D(8, 10, strides=5, activation="relu"),
+                layers.Flatten(), layers.Dense(256, activation="relu")]
+    else:
+        body = [layers.Flatten(), layers.Dense(256, activation="relu"),
+                layers.Dense(256, activation="relu")]
+    model = keras.Sequential([keras.Input((size, size)), *body,
+                              layers.Dense(10)], name=variant)
+    model.compile(optimizer=optimizer,
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    return model
+
+
+def inputs_of(variant, canvases, args):
+    """What the variant reads: the canvases, or (`oracle_glimpse`) the
+    flattened glimpse (`GlimpseSensor`, the RAM's sizes) centred on each
+    digit's true box, a place no other model is told."""
+    if VARIANTS[variant]["kind"] != "oracle":
+        return canvases.images
+    from keras_attention.layers import GlimpseSensor
+
+    centres = canvases.boxes[:, :2] + canvases.boxes[:, 2:] / 2  # (N, 2)
+    locations = (centres / args.canvas_size * 2 - 1).astype("float32")
+    sensor = GlimpseSensor(args.glimpse_size, args.scales, 2)
+    patches = [np.asarray(sensor(canvases.images[i:i + 1000],
+                                 locations[i:i + 1000]))
+               for i in range(0, len(locations), 1000)]
+    return np.concatenate(patches).reshape(len(locations), -1)
+
+
+def logits_of(model, inputs):
+    outputs = model.predict(inputs, batch_size=500, verbose=0)
+    return outputs["logits"] if isinstance(outputs, dict) else outputs
+
+
+def error_of(model, inputs, labels):
+    return float(np.mean(np.argmax(logits_of(model, inputs), -1) != labels))
+
+
+def gradient_norms(model, images, labels, seed=0):
+    """Each loss term's gradient norm over the core and glimpse network's
+    weights (everything but the location, baseline and classifier heads),
+    with the locations sampled (JAX), REINFORCE's as if it reached the
+    core (the paper's eq. 2) whatever the model's setting:
+    `{"classification", "reinforce", "baseline"}`, and
+    `"saturated_means"`, the share of location means beyond ±0.95."""
+    import jax
+    from keras import ops
+
+    if not model.built:
+        model(images[:2])
+    heads = ("location_head", "baseline_head", "classifier")
+    chosen = [index for index, variable in enumerate(model.trainable_variables)
+              if variable.path.split("/")[-2] not in heads]
+    noise = np.random.default_rng(seed).normal(
+        size=(len(images), model.num_glimpses - 1, 2)).astype("float32")
+    trainable = [v.value for v in model.trainable_variables]
+    fixed = [v.value for v in model.non_trainable_variables]
+
+    def term(weights, name):
+        outputs, _ = model.stateless_call(weights, fixed, images,
+                                          training=True, noise=noise)
+        return model.losses_of(outputs, labels)[name]
+
+    norms = {}
+    # What REINFORCE would send into the core, even where it is stopped.
+    stopped, model.stop_location_gradient = model.stop_location_gradient, False
+    try:
+        for name in ("classification", "reinforce", "baseline"):
+            grads = jax.grad(term)(trainable, name)
+            norms[name] = float(ops.sqrt(sum(
+                ops.sum(ops.square(grads[index])) for index in chosen)))
+    finally:
+        model.stop_location_gradient = stopped
+    # Where the policy looks: the share of means pinned at the edge of
+    # the image by a saturated tanh (|μ| > 0.95 in either coordinate).
+    means = np.asarray(model.predict(images, verbose=0)["means"])
+    norms["saturated_means"] = float(np.mean(np.abs(means) > 0.95))
+    return norms
+
+
+"""
+## One run
+"""
+
+
+def train_run(variant, seed, args, data):
+    import harness
+    import keras
+
+    from keras_attention.data import mnist
+
+    train_digits = data["digits"]["train"]
+    steps_per_epoch = len(train_digits) // args.batch_size
+    model = build(variant, args, seed, steps_per_epoch * args.epochs)
+    ram = VARIANTS[variant]["kind"] == "ram"
+    diagnosis = {}
+    if args.diagnose and ram:
+        probe = data["validation"]
+        diagnosis["start"] = gradient_norms(model, probe.images[:256],
+                                            probe.labels[:256], seed)
+        print(f"{variant} seed {seed}: gradient norms at the core, start: "
+              f"{diagnosis['start']}", flush=True)
+    validation = inputs_of(variant, data["validation"], args)
+    best = {"validation_error": 2.0}
+    history, seconds = [], 0.0
+    for epoch in range(args.epochs):
+        canvases = mnist.cluttered(train_digits, seed=seed * 100_003 + epoch,
+                                   **canvas_options(args))
+        count = steps_per_epoch * args.batch_size  # whole batches only
+        started = time.perf_counter()
+        model.fit(inputs_of(variant, canvases, args)[:count],
+                  canvases.labels[:count],
+                  batch_size=args.batch_size, epochs=1, shuffle=True,
+                  verbose=0)
+        seconds += time.perf_counter() - started
+        error = error_of(model, validation, data["validation"].labels)
+        history.append(round(error, 4))
+        if error < best["validation_error"]:
+            best = {"validation_error": error, "epoch": epoch + 1,
+                    "weights": model.get_weights()}
+        if args.verbose:
+            print(f"{variant} seed {seed} epoch {epoch + 1}: validation "
+                  f"error {error:.2%} ({seconds:.0f} s)", flush=True)
+    if args.diagnose and ram:
+        probe = data["validation"]
+        diagnosis["end"] = gradient_norms(model, probe.images[:256],
+                                          probe.labels[:256], seed)
+        print(f"{variant} seed {seed}: gradient norms at the core, end: "
+              f"{diagnosis['end']}", flush=True)
+    model.set_weights(best["weights"])
+    row = {
+        "variant": variant,
+        "label": LABELS[variant],
+        "seed": seed,
+        "test_error": error_of(model, inputs_of(variant, data["test"], args),
+                               data["test"].labels),
+        "validation_error": best["validation_error"],
+        "best_epoch": best["epoch"],
+        "epochs": args.epochs,
+        "train_seconds": round(seconds, 1),
+        "examples_per_second": round(
+            steps_per_epoch * args.batch_size * args.epochs / seconds, 1),
+        "parameters": int(sum(np.prod(w.shape)
+                              for w in model.trainable_weights)),
+        "validation_curve": history,
+        "backend": keras.backend.backend(),
+        "cpu": harness.machine()["cpu"],
+    }
+    if diagnosis:
+        row["gradient_norms"] = diagnosis
+    return row, model
+
+
+def summary(rows):
+    """Per variant: mean and spread (sample standard deviation) of the
+    test error over seeds, with the paper's figure."""
+    out = {}
+    for variant in dict.fromkeys(row["variant"] for row in rows):
+        errors = [row["test_error"] for row in rows
+                  if row["variant"] == variant]
+        out[variant] = {
+            "label": LABELS[variant],
+            "seeds": len(errors),
+            "test_error_mean": statistics.fmean(errors),
+            "test_error_std": (statistics.stdev(errors) if len(errors) > 1
+                               else 0.0),
+            "paper_test_error": (PAPER[variant] / 100 if variant in PAPER
+                                 else None),
+        }
+    return out
+
+
+def claims(rows, command):
+    """The paper's figures beside ours, for the Reproductions page: each
+    RAM row of Table 2 and the convolutional network, then the ordering
+    (RAM with 6 glimpses below the convolutional network)."""
+    found = summary(rows)
+    data = ("60x60 cluttered translated digits from mnist10k (7,000 train "
+            "digits, not 60,000)")
+    out = []
+
+    def figure(variant):
+        line = found[variant]
+        spread = (f" ± {line['test_error_std']:.2%}" if line["seeds"] > 1
+                  else "")
+        return f"{line['test_error_mean']:.2%}{spread}"
+
+    for variant in ("ram4", "ram6", "ram8", "conv", "fc256"):
+        if variant not in found:
+            continue
+        mean = found[variant]["test_error_mean"]
+        paper = PAPER[variant] / 100
+        verdict = ("yes" if mean <= paper + 0.01 else
+                   "partly" if variant.startswith("ram") and "conv" in found
+                   and mean < found["conv"]["test_error_mean"] else "no")
+        out.append({
+            "paper": "Mnih et al. 2014", "table": "Table 2",
+            "claim": f"{LABELS[variant]}, test error",
+            "theirs": f"{PAPER[variant]:.2f}%", "ours": figure(variant),
+            "reproduced": verdict, "seeds": found[variant]["seeds"],
+            "data": data, "command": command})
+    if "ram6" in found and "conv" in found:
+        ram, conv = (found[v]["test_error_mean"] for v in ("ram6", "conv"))
+        out.append({
+            "paper": "Mnih et al. 2014", "table": "Table 2",
+            "claim": "RAM (6 glimpses) below the convolutional network",
+            "theirs": f"{PAPER['ram6']:.2f}% < {PAPER['conv']:.2f}%",
+            "ours": f"{ram:.2%} {'<' if ram < conv else '>='} {conv:.2%}",
+            "reproduced": "yes" if ram < conv else "no",
+            "seeds": min(found[v]["seeds"] for v in ("ram6", "conv")),
+            "data": data, "command": command})
+    return out
+
+
+def draw(model, data, path):
+    from keras_attention.visualize import plot_glimpses
+
+    test = data["test"]
+    outputs = model.predict(test.images[:6], verbose=0)
+    predicted = np.argmax(outputs["logits"], axis=-1)
+    plot_glimpses(
+        test.images[:6], outputs["locations"], model.glimpse_size,
+        model.num_scales, model.scale,
+        titles=[f"digit {label}, read {guess}"
+                for label, guess in zip(test.labels[:6], predicted)],
+        title=f"RAM, {model.num_glimpses} glimpses on 60x60 cluttered "
+              "test digits (patches 12, 24, 48 px)", path=path)
+    print(f"wrote {path}")
+
+
+def main(argv=None):
+    p = parser()
+    args = finish_arguments(p, p.parse_args(argv))
+    import harness
+
+    if args.rewrite:
+        return rewrite(args, p)
+    data = load(args, p)
+    name = args.results_name or NAME
+    rule = majority_error(data["digits"]["train"].labels,
+                          data["test"].labels)
+    print(f"machine: {harness.machine()}")
+    print(f"digits: {', '.join(f'{len(d)} {k}' for k, d in data['digits'].items())}"
+          f" (of the 10,000 in mnist10k; the paper had 60,000 + 10,000)")
+    print(f"the most frequent class, no weights: test error {rule:.2%}",
+          flush=True)
+    earlier, commands = [], []
+    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
+        f"{name}.json")
+    if args.append and path.is_file():
+        record = json.loads(path.read_text())
+        earlier, commands = record["rows"], record.get("commands",
+                                                       [record["command"]])
+    jobs = [(variant, seed) for variant in args.variant_list
+            for seed in args.seed_list]
+    rows, models = [], {}
+    if args.parallel > 1 and len(jobs) > 1:
+        given = sys.argv[1:] if argv is None else list(argv)
+        common = strip_options(given, {"--variants", "--seeds", "--parallel",
+                                       "--results-dir", "--results-name",
+                                       "--append", "--figure"})
+        for found in harness.run_pinned(
+                pathlib.Path(__file__).resolve(),
+                [(f"{variant}_seed{seed}",
+                  [*common, "--variants", variant, "--seeds", str(seed)])
+                 for variant, seed in jobs], args.parallel, args.logs):
+            rows.extend(found)
+    else:
+        for variant, seed in jobs:
+            row, model = train_run(variant, seed, args, data)
+            rows.append(row)
+            models[(variant, seed)] = model
+    all_rows = earlier + rows
+    print(f"\n{'model':<42} {'seed':>4} {'test error':>10} {'paper':>7} "
+          f"{'epoch':>5} {'ex/s':>7}")
+    for row in rows:
+        paper = PAPER.get(row["variant"])
+        print(f"{row['label']:<42} {row['seed']:>4} {row['test_error']:>10.2%}"
+              f" {'' if paper is None else f'{paper:.2f}%':>7} "
+              f"{row['best_epoch']:>5} {row['examples_per_second']:>7.0f}")
+    print(f"{'most frequent class (no weights)':<42} {'':>4} {rule:>10.2%}")
+    for figures in summary(all_rows).values():
+        print(f"{figures['label']}: {figures['test_error_mean']:.2%} ± "
+              f"{figures['test_error_std']:.2%} over {figures['seeds']} "
+              "seed(s)")
+    if args.figure and models:
+        ram = [key for key in models if VARIANTS[key[0]]["kind"] == "ram"]
+        if ram:
+            best = min(ram, key=lambda key: next(
+                row["validation_error"] for row in rows
+                if (row["variant"], row["seed"]) == key))
+            draw(models[best], data, args.figure)
+    harness.write_results(
+        name, all_rows, directory=args.results_dir,
+        commands=commands + [harness.command_line()],
+        summary=summary(all_rows), paper_test_error=PAPER,
+        claims=claims(all_rows, " ; ".join(commands
+                                           + [harness.command_line()])),
+        majority_rule_test_error=rule,
+        data={"digits": {k: len(d) for k, d in data["digits"].items()},
+              "source": "mnist10k (10,000 MNIST digits, not 70,000)",
+              "canvas": canvas_options(args), "split_seed": args.split_seed})
+    return all_rows
+
+
+def rewrite(args, p):
+    """Recompute the summary and the claims of the results file from its
+    rows and commands; everything else in it stays."""
+    import harness
+
+    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
+        f"{args.results_name or NAME}.json")
+    if not path.is_file():
+        p.error(f"--rewrite needs a results file, none at {path}")
+    record = json.loads(path.read_text())
+    commands = record.get("commands", [record["command"]])
+    record["summary"] = summary(record["rows"])
+    record["claims"] = claims(record["rows"], " ; ".join(commands))
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    print(f"rewrote {path}")
+    return record["rows"]
+
+
+def strip_options(argv, options):
+    """`argv` without `options` and their values (`--x v` or `--x=v`;
+    flags without a value are given in `FLAGS`)."""
+    flags = {"--append", "--diagnose", "--rewrite"}
+    kept, index = [], 0
+    while index < len(argv):
+        option = argv[index].split("=", 1)[0]
+        takes_value = option not in flags and "=" not in argv[index]
+        if option in options:
+            index += 2 if takes_value else 1
+            continue
+        kept.append(argv[index])
+        index += 1
+    return kept
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""benchmarks/ram_cluttered_mnist.py: a tiny run on made-up digits trains
+each kind of model, selects on validation, tests once, prints the rule
+with no weights beside them, writes the paper's rows and the claims;
+--append and --rewrite keep the rows; mistakes are one line."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import load_script
+from tests.test_benchmarks_summary import run_benchmark
+
+
+@pytest.fixture
+def digits(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "mnist10k.npz"
+    labels = np.arange(120) % 10
+    np.savez(path, x=rng.integers(0, 256, (120, 28, 28)).astype("uint8"),
+             y=labels.astype("uint8"))
+    return path
+
+
+def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
+                                                 monkeypatch):
+    results = tmp_path / "results"
+    common = ["--data", str(digits), "--epochs", "2", "--batch-size", "16",
+              "--validation", "20", "--test", "30", "--glimpse-size", "6",
+              "--verbose", "0"]
+    stdout, record = run_benchmark(
+        "ram_cluttered_mnist.py", results, *common, "--variants",
+        "ram4,oracle_glimpse", "--seeds", "0,1", "--figure",
+        str(tmp_path / "glimpses.png"), timeout=600)
+    rows = record["rows"]
+    assert [(row["variant"], row["seed"]) for row in rows] == [
+        ("ram4", 0), ("ram4", 1), ("oracle_glimpse", 0),
+        ("oracle_glimpse", 1)]
+    for row in rows:
+        assert 0.0 <= row["test_error"] <= 1.0 and row["cpu"]
+        assert row["epochs"] == 2 and len(row["validation_curve"]) == 2
+        assert row["validation_error"] == min(row["validation_curve"])
+        assert row["best_epoch"] == 1 + row["validation_curve"].index(
+            row["validation_error"])
+        assert row["examples_per_second"] > 0 and row["parameters"] > 0
+    ram = [row["test_error"] for row in rows[:2]]
+    assert record["summary"]["ram4"]["test_error_mean"] == pytest.approx(
+        np.mean(ram))
+    assert record["summary"]["ram4"]["paper_test_error"] == 0.0496
+    # The rule with no weights: the most frequent training class.
+    assert 0.5 < record["majority_rule_test_error"] < 1.0
+    assert "most frequent class (no weights)" in stdout
+    assert record["data"]["digits"] == {"test": 30, "validation": 20,
+                                        "train": 70}
+    claims = {claim["claim"]: claim for claim in record["claims"]}
+    assert claims["RAM, 4 glimpses, 12x12, 3 scales, test error"][
+        "theirs"] == "4.96%"
+    assert claims["RAM, 4 glimpses, 12x12, 3 scales, test error"][
+        "seeds"] == 2
+    assert (tmp_path / "glimpses.png").stat().st_size > 1000
+    page = "\n".join(load_script("summary", monkeypatch).render(record))
+    assert "| RAM, 4 glimpses, 12x12, 3 scales (`ram4`) | 2 | **" in page
+    assert "| 4.96% |" in page and "most frequent training class" in page
+
+    # --append adds rows; --rewrite recomputes the claims only.
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"), *common,
+         "--variants", "conv", "--seeds", "0", "--append",
+         "--results-dir", str(results)], check=True, capture_output=True)
+    record = json.loads((results / "ram_cluttered_mnist.json").read_text())
+    assert [row["variant"] for row in record["rows"]][-1] == "conv"
+    assert len(record["commands"]) == 2
+    record["claims"] = []
+    (results / "ram_cluttered_mnist.json").write_text(json.dumps(record))
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"),
+         "--rewrite", "--results-dir", str(results)], check=True,
+        capture_output=True)
+    again = json.loads((results / "ram_cluttered_mnist.json").read_text())
+    assert again["rows"] == record["rows"]
+    # ram4 and conv (no ram6: no ordering claim); the told glimpse has none.
+    assert [claim["claim"] for claim in again["claims"]] == [
+        "RAM, 4 glimpses, 12x12, 3 scales, test error",
+        "Convolutional, 2 layers, test error"]
+    assert "conv" in again["summary"]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--variants", "ram5"], "--variants must name some of"),
+    (["--seeds", "x"], "--seeds must be comma-separated ints"),
+    (["--epochs", "0"], "--epochs must be positive"),
+    (["--canvas-size", "20"], "--canvas-size must be at least 28"),
+    (["--data", "/nowhere/mnist.npz"], "No MNIST file at /nowhere"),
+])
+def test_mistakes_are_one_line(arguments, message):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"),
+         *arguments], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_claims_and_the_rule(monkeypatch):
+    script = load_script("ram_cluttered_mnist", monkeypatch)
+    assert script.majority_error(np.array([1, 1, 2]),
+                                 np.array([1, 2, 3, 1])) == 0.5
+    rows = [{"variant": variant, "seed": seed, "test_error": error}
+            for variant, seed, error in [
+                ("ram6", 0, 0.10), ("ram6", 1, 0.12), ("conv", 0, 0.15),
+                ("conv", 1, 0.13)]]
+    claims = {claim["claim"]: claim for claim in script.claims(rows, "c")}
+    ram = claims["RAM, 6 glimpses, 12x12, 3 scales, test error"]
+    assert ram["ours"] == "11.00% ± 1.41%" and ram["reproduced"] == "partly"
+    order = claims["RAM (6 glimpses) below the convolutional network"]
+    assert order["ours"] == "11.00% < 14.00%" and order["reproduced"] == "yes"
+    rows[0]["test_error"] = rows[1]["test_error"] = 0.045
+    claims = {claim["claim"]: claim for claim in script.claims(rows, "c")}
+    assert claims["RAM, 6 glimpses, 12x12, 3 scales, test error"][
+        "reproduced"] == "yes"
+    assert claims["Convolutional, 2 layers, test error"][
+        "reproduced"] == "no"
