@@ -282,3 +282,19 @@ def run_pinned(script, jobs, parallel, logs):
                 (folder / f"{name}.json").read_text())["rows"]
             print(f"finished {name}", flush=True)
     return [rows[number] for number in range(len(jobs))]
+
+
+def strip_options(argv, options, flags=()):
+    """`argv` without `options` and their values (`--x v` or `--x=v`;
+    the options in `flags` take no value): a parallel run's own command
+    line for each of its jobs."""
+    kept, index = [], 0
+    while index < len(argv):
+        option = argv[index].split("=", 1)[0]
+        takes_value = option not in flags and "=" not in argv[index]
+        if option in options:
+            index += 2 if takes_value else 1
+            continue
+        kept.append(argv[index])
+        index += 1
+    return kept

@@ -63,6 +63,7 @@ VARIANTS = {
     "fc256": dict(kind="fc"),
     "oracle_glimpse": dict(kind="oracle"),
 }
+FLAGS = {"--append", "--diagnose", "--rewrite"}  # options without a value
 LABELS = {
     "ram4": "RAM, 4 glimpses, 12x12, 3 scales",
     "ram6": "RAM, 6 glimpses, 12x12, 3 scales",
@@ -105,9 +106,15 @@ def parser():
                         "a core")
     p.add_argument("--logs", default="runs/ram_cluttered_mnist",
                    help="folder of the parallel runs' logs")
+    p.add_argument("--save-dir", default="runs/ram_cluttered_mnist",
+                   help="each RAM run's model goes to "
+                        "SAVE_DIR/VARIANT_seedN.keras")
     p.add_argument("--figure", default=None,
                    help="draw the glimpses of the best RAM on six test "
                         "canvases into this PNG")
+    p.add_argument("--draw", default=None, metavar="MODEL",
+                   help="train nothing: draw a saved RAM's glimpses on "
+                        "the test canvases into --figure")
     p.add_argument("--diagnose", action="store_true",
                    help="print each loss term's gradient norm at the core "
                         "(RAM variants, JAX) at the start and the end")
@@ -357,6 +364,10 @@ def train_run(variant, seed, args, data):
         print(f"{variant} seed {seed}: gradient norms at the core, end: "
               f"{diagnosis['end']}", flush=True)
     model.set_weights(best["weights"])
+    if ram and args.save_dir:
+        folder = pathlib.Path(args.save_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+        model.save(folder / f"{variant}_seed{seed}.keras")
     row = {
         "variant": variant,
         "label": LABELS[variant],
@@ -465,6 +476,19 @@ def main(argv=None):
     if args.rewrite:
         return rewrite(args, p)
     data = load(args, p)
+    if args.draw:
+        if not args.figure:
+            p.error("--draw needs --figure, the PNG to write")
+        import keras
+
+        import keras_attention.models  # noqa: F401 (registers the RAM)
+
+        try:
+            model = keras.saving.load_model(args.draw)
+        except (OSError, ValueError) as error:
+            p.error(f"--draw: cannot load {args.draw}: {error}")
+        draw(model, data, args.figure)
+        return []
     name = args.results_name or NAME
     rule = majority_error(data["digits"]["train"].labels,
                           data["test"].labels)
@@ -485,9 +509,9 @@ def main(argv=None):
     rows, models = [], {}
     if args.parallel > 1 and len(jobs) > 1:
         given = sys.argv[1:] if argv is None else list(argv)
-        common = strip_options(given, {"--variants", "--seeds", "--parallel",
+        common = harness.strip_options(given, {"--variants", "--seeds", "--parallel",
                                        "--results-dir", "--results-name",
-                                       "--append", "--figure"})
+                                       "--append", "--figure"}, FLAGS)
         for found in harness.run_pinned(
                 pathlib.Path(__file__).resolve(),
                 [(f"{variant}_seed{seed}",
@@ -548,22 +572,6 @@ def rewrite(args, p):
     path.write_text(json.dumps(record, indent=2) + "\n")
     print(f"rewrote {path}")
     return record["rows"]
-
-
-def strip_options(argv, options):
-    """`argv` without `options` and their values (`--x v` or `--x=v`;
-    flags without a value are given in `FLAGS`)."""
-    flags = {"--append", "--diagnose", "--rewrite"}
-    kept, index = [], 0
-    while index < len(argv):
-        option = argv[index].split("=", 1)[0]
-        takes_value = option not in flags and "=" not in argv[index]
-        if option in options:
-            index += 2 if takes_value else 1
-            continue
-        kept.append(argv[index])
-        index += 1
-    return kept
 
 
 if __name__ == "__main__":

@@ -386,6 +386,74 @@ def _ram(record):
     return lines
 
 
+def _sagan(record):
+    """SAGAN on 28x28 images (benchmarks/sagan_mnist.py): each run's
+    Fréchet distance, time, γ and where the blocks look, then each
+    variant's mean and spread beside the distances with no GAN and the
+    paper's Table 1."""
+    rows, lines = record["rows"], []
+    if len(record.get("commands", [])) > 1:
+        lines += ["The rows come from " + ", then ".join(
+            f"`{command}`" for command in record["commands"]) + ".", ""]
+    data, judge = record.get("data", {}), record.get("judge", {})
+    if data and judge:
+        sizes = ", ".join(f"{count:,} {part}"
+                          for part, count in data["sizes"].items())
+        lines += [f"Data: {data['source']}; {sizes}. The judge's classifier "
+                  f"(`{judge['sha256']}`) scores "
+                  f"{judge['test_accuracy']:.1%} on the test images.", ""]
+    lines += ["| variant | seed | Fréchet distance | epochs | s/epoch "
+              "(CPU s) | examples/s | γ of G, D at the end | attended "
+              "distance G, D (px) | attention on ink, G (ink share) |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        gamma = row.get("gamma_curve", [[0, None, None]])[-1]
+        looked = row.get("attention")
+        where = ink = "—"
+        if looked:
+            make, judged = looked["generator"], looked["discriminator"]
+            where = (f"{make['distance_px']:.1f}, {judged['distance_px']:.1f}"
+                     f" (even: {make['uniform_distance_px']:.1f})")
+            ink = f"{make['on_ink']:.2f} ({make['ink_share']:.2f})"
+        lines.append(
+            f"| {row['variant']} | {row['seed']} | "
+            f"{row['frechet_distance']:.2f} | {row['epochs']} | "
+            f"{row['seconds_per_epoch']:.1f} "
+            f"({row.get('cpu_seconds_per_epoch', float('nan')):.1f}) | "
+            f"{row['examples_per_second']:,.0f} | "
+            + ("—" if gamma[1] is None
+               else f"{gamma[1]:+.3f}, {gamma[2]:+.3f}")
+            + f" | {where} | {ink} |")
+    summary = record.get("summary", {})
+    lines += ["", "| | runs | mean Fréchet distance | spread (s.d.) |",
+              "|---|---|---|---|"]
+    for variant, line in summary.items():
+        if variant == "verdict":
+            continue
+        lines.append(f"| {line['label']} | {line['seeds']} | "
+                     f"**{line['mean']:.2f}** | "
+                     + (f"±{line['std']:.2f} |" if line["seeds"] > 1
+                        else "— |"))
+    references = record.get("references", {})
+    if references:
+        lines += [f"| no GAN: training images (the floor) | — | "
+                  f"{references['floor_train_vs_test']:.2f} | — |",
+                  f"| no GAN: per-pixel Gaussian noise (the ceiling) | — | "
+                  f"{references['ceiling_pixel_noise_vs_test']:.2f} | — |"]
+    verdict = summary.get("verdict")
+    if verdict:
+        lines += ["", f"The block lowers the mean distance by "
+                  f"**{verdict['gain']:+.2f}** against a spread of "
+                  f"{verdict['spread']:.2f}: "
+                  + ("more than the seeds' spread." if verdict["block_helps"]
+                     else "not more than the seeds' spread.")]
+    paper = record.get("paper")
+    if paper:
+        lines += ["", f"{paper['source']}: " + "; ".join(
+            f"{label} {value:.2f}" for label, value in paper["rows"]) + "."]
+    return lines
+
+
 def _mean_or_dash(values):
     """The mean of the values that are numbers (not None or NaN), or —
     (a bAbI task with no sentence of that kind)."""
@@ -447,6 +515,8 @@ def render(record, stem=None):
     elif (record["benchmark"].startswith("ram_cluttered_mnist")
           and "test_error" in first):
         lines += _ram(record)
+    elif record["benchmark"].startswith("sagan") and "frechet_distance" in first:
+        lines += _sagan(record)
     elif record["benchmark"].startswith("attention_variants"):
         lines += _variants(record)
     elif "concurrency" in first and "model" in first:

@@ -30,7 +30,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     results = tmp_path / "results"
     common = ["--data", str(digits), "--epochs", "2", "--batch-size", "16",
               "--validation", "20", "--test", "30", "--glimpse-size", "6",
-              "--verbose", "0"]
+              "--verbose", "0", "--save-dir", str(tmp_path / "models")]
     stdout, record = run_benchmark(
         "ram_cluttered_mnist.py", results, *common, "--variants",
         "ram4,oracle_glimpse", "--seeds", "0,1", "--figure",
@@ -61,6 +61,15 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     assert claims["RAM, 4 glimpses, 12x12, 3 scales, test error"][
         "seeds"] == 2
     assert (tmp_path / "glimpses.png").stat().st_size > 1000
+    # Each RAM is saved; --draw draws a saved one without training.
+    assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [
+        "ram4_seed0.keras", "ram4_seed1.keras"]
+    subprocess.run(
+        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"), *common,
+         "--draw", str(tmp_path / "models" / "ram4_seed1.keras"),
+         "--figure", str(tmp_path / "drawn.png")], check=True,
+        capture_output=True)
+    assert (tmp_path / "drawn.png").stat().st_size > 1000
     page = "\n".join(load_script("summary", monkeypatch).render(record))
     assert "| RAM, 4 glimpses, 12x12, 3 scales (`ram4`) | 2 | **" in page
     assert "| 4.96% |" in page and "most frequent training class" in page
