@@ -1,0 +1,439 @@
+"""The Image Transformer on 28x28 binarized digits: local 2-D attention
+against full attention, negative log-likelihood in nats per image on
+held-out digits, and the time per epoch of each at 784 pixels.
+
+Paper rows (van den Oord, Kalchbrenner, Kavukcuoglu, "Pixel Recurrent
+Neural Networks", ICML 2016, Table 4, binarized MNIST, test NLL in nats):
+PixelCNN 81.30; Row LSTM 80.54; Diagonal BiLSTM (1 layer, h=32) 80.75;
+Diagonal BiLSTM (7 layers, h=16) 79.20. They are on the full 70,000-digit
+binarized MNIST, not our 10,000 digits, and of far larger models: beside
+ours, not comparable with them. The Image Transformer paper (Parmar et
+al., 2018) reports no MNIST figure.
+
+Data (`keras_attention.data.mnist`): the project's 10,000 real MNIST
+digits (`../shared/data/mnist10k`, or `--data`, or
+`$KERAS_ATTENTION_MNIST`), split once by `--split-seed` into 7,000 train,
+1,000 validation and 2,000 test digits. Binarization is dynamic: each
+pixel is 1 with probability its grey level / 255. The training digits are
+drawn afresh every epoch (from the run's seed and the epoch); the
+validation and test digits are drawn once, by `--binarize-seed`, the same
+for every run. The model of the epoch with the best validation NLL is the
+one tested.
+
+Models: `ImageTransformer` over 2 levels, in the Image Transformer's
+generation order (query blocks of `--query-block` pixels in raster
+order); `local_2d` attends each pixel's memory block (`--memory-flange`
+rows above and columns either side of its query block, causal),
+`full` every earlier pixel; the same sizes otherwise. Adam, a linear
+warm-up then a cosine decay to zero over `--epochs`.
+
+The rules with no weights: each pixel an independent Bernoulli with its
+training mean grey level / 255 (add-one smoothed; the exact mean of the
+dynamic binarization), and the uniform guess, 784 ln 2 = 543.4 nats.
+
+Speed (the defaults; one epoch of 160 digits after a warm-up one; TF and
+JAX at once on the same core of the 2-core AMD EPYC, which other jobs
+shared): TensorFlow trained 1.2x faster than JAX with local attention
+(15.1 against 12.8 digits/s) and 2.3x with full attention (7.6 against
+3.3), so TensorFlow is the default; `--backend jax` or `$KERAS_BACKEND`
+picks another. Counted in CPU seconds, TensorFlow trains 57-74 digits/s
+local and 30 full on a core: about 100-120 s for an epoch of the 7,000
+training digits with local attention, 230 s with full, so the default 5
+epochs take a run of local attention 9-11 minutes on a free core.
+
+Run: `python benchmarks/image_transformer_mnist.py [--variants
+local_2d,full] [--seeds 0,1,2] [--epochs E] [--parallel 2]`.
+"""
+
+import argparse
+import json
+import math
+import os
+import pathlib
+import statistics
+import sys
+import time
+
+import numpy as np
+
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+    "data") / "mnist10k"
+NAME = "image_transformer_mnist"
+SIDE = 28
+PIXELS = SIDE * SIDE
+BACKENDS = ("tensorflow", "jax")
+DEFAULT_BACKEND = "tensorflow"  # the faster on this CPU (see above)
+PAPER = [  # van den Oord et al. 2016, Table 4: test NLL, nats per image
+    ("PixelCNN", 81.30),
+    ("Row LSTM", 80.54),
+    ("Diagonal BiLSTM (1 layer, h=32)", 80.75),
+    ("Diagonal BiLSTM (7 layers, h=16)", 79.20),
+]
+PAPER_DATA = "full 70,000-digit binarized MNIST, not our 10,000"
+VARIANTS = {"local_2d": "local", "full": "full"}  # -> `attention`
+LABELS = {
+    "local_2d": "Image Transformer, local 2-D attention",
+    "full": "Image Transformer, full attention",
+}
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        description="The Image Transformer on 28x28 binarized digits: "
+                    "local 2-D against full attention, NLL in nats")
+    p.add_argument("--data", default=None,
+                   help="the MNIST .npz or its folder (default: "
+                        "$KERAS_ATTENTION_MNIST, else ../shared/data/mnist10k)")
+    p.add_argument("--variants", default="local_2d,full",
+                   help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    p.add_argument("--backend", default=None, choices=BACKENDS,
+                   help=f"Keras backend (default: $KERAS_BACKEND, else "
+                        f"{DEFAULT_BACKEND}, the faster here)")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--learning-rate", type=float, default=2e-3)
+    p.add_argument("--warmup", type=int, default=200,
+                   help="steps of linear warm-up")
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=4)
+    p.add_argument("--hidden", type=int, default=32)
+    p.add_argument("--ff", type=int, default=64,
+                   help="the feed-forward layers' width")
+    p.add_argument("--dropout", type=float, default=0.0)
+    p.add_argument("--query-block", default="4,7",
+                   help="rows,columns of a query block")
+    p.add_argument("--memory-flange", default="4,7",
+                   help="rows above, columns either side (local_2d)")
+    p.add_argument("--validation", type=int, default=1000,
+                   help="validation digits of the split")
+    p.add_argument("--test", type=int, default=2000,
+                   help="test digits of the split")
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--binarize-seed", type=int, default=0,
+                   help="of every draw: numpy seeds [S, 1] validation, "
+                        "[S, 2] test, [S, 0, run seed, epoch] training")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="runs at once, each in its own process pinned to "
+                        "a core")
+    p.add_argument("--logs", default="runs/image_transformer_mnist",
+                   help="folder of the parallel runs' logs")
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's")
+    p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--results-dir", default=None)
+    p.add_argument("--results-name", default=None)
+    return p
+
+
+def _pair(p, flag, text, least):
+    try:
+        pair = tuple(int(part) for part in text.split(","))
+    except ValueError:
+        pair = ()
+    if len(pair) != 2 or min(pair) < least:
+        p.error(f"--{flag} must be two ints >= {least} as rows,columns, "
+                f"received: {text!r}")
+    return pair
+
+
+def finish_arguments(p, args):
+    """Check every value; a mistake is one line through `p.error`."""
+    for flag in ("epochs", "batch_size", "learning_rate", "layers", "heads",
+                 "hidden", "ff", "parallel", "validation", "test"):
+        if getattr(args, flag) <= 0:
+            p.error(f"--{flag.replace('_', '-')} must be positive, "
+                    f"received: {getattr(args, flag)!r}")
+    if args.warmup < 0:
+        p.error(f"--warmup must be >= 0, received: {args.warmup}")
+    if not 0.0 <= args.dropout < 1.0:
+        p.error(f"--dropout must be in [0, 1), received: {args.dropout}")
+    if args.hidden % args.heads:
+        p.error(f"--hidden must be divisible by --heads, received: "
+                f"{args.hidden} and {args.heads}")
+    args.query_block_pair = _pair(p, "query-block", args.query_block, 1)
+    args.memory_flange_pair = _pair(p, "memory-flange", args.memory_flange,
+                                    0)
+    names = [name for name in args.variants.split(",") if name]
+    unknown = [name for name in names if name not in VARIANTS]
+    if unknown or not names:
+        p.error(f"--variants must name some of {', '.join(VARIANTS)}, "
+                f"received: {args.variants!r}")
+    args.variant_list = names
+    try:
+        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
+    except ValueError:
+        args.seed_list = []
+    if not args.seed_list:
+        p.error(f"--seeds must be comma-separated ints, received: "
+                f"{args.seeds!r}")
+    return args
+
+
+def choose_backend(p, args):
+    """`--backend`, else `$KERAS_BACKEND`, else TensorFlow; set before
+    Keras is imported (a process that imported it already must agree)."""
+    backend = args.backend or os.environ.get("KERAS_BACKEND") or (
+        DEFAULT_BACKEND)
+    if "keras" in sys.modules:
+        import keras
+
+        if keras.backend.backend() != backend:
+            p.error(f"--backend {backend}: Keras is already imported with "
+                    f"{keras.backend.backend()}")
+    os.environ["KERAS_BACKEND"] = backend
+    return backend
+
+
+def load(args, p):
+    """The split's digits, and the validation and test digits binarized
+    once. A bad data path is one line."""
+    from keras_attention.data import mnist
+
+    path = args.data or os.environ.get(mnist.MNIST_VARIABLE)
+    if not path and PROJECT_DATA.is_dir():
+        path = PROJECT_DATA
+    try:
+        digits = mnist.split(mnist.load_mnist(path), args.split_seed,
+                             args.validation, args.test)
+    except (FileNotFoundError, ValueError) as error:
+        p.error(str(error).strip("'\""))
+    if len(digits["train"]) < args.batch_size:
+        p.error(f"--batch-size must be at most the {len(digits['train'])} "
+                f"training digits, received: {args.batch_size}")
+    return {
+        "digits": digits,
+        # (N, 28, 28) int32 0/1, the same draw for every run.
+        "validation": binarized(digits["validation"], args.binarize_seed, 1),
+        "test": binarized(digits["test"], args.binarize_seed, 2),
+    }
+
+
+def binarized(digits, *seed):
+    """`digits`' images binarized dynamically, drawn from `seed` (a
+    sequence of ints): `(N, 28, 28)` int32 0/1."""
+    from keras_attention.data import mnist
+
+    rng = np.random.default_rng(list(seed))
+    return mnist.binarize(digits.images, rng).astype("int32")
+
+
+def pixel_means_nll(train_images, test_binary):
+    """The rule with no weights: each pixel an independent Bernoulli with
+    its training mean grey level / 255, add-one smoothed (one white and
+    one black digit more); the mean NLL of `test_binary` `(N, 28, 28)` in
+    nats per image."""
+    grey = np.asarray(train_images, "float64") / 255.0  # (N, 28, 28)
+    ones = (grey.sum(0) + 1.0) / (len(grey) + 2.0)  # (28, 28)
+    chosen = np.where(np.asarray(test_binary) == 1, ones, 1.0 - ones)
+    return float(-np.log(chosen).sum(axis=(1, 2)).mean())
+
+
+"""
+## One run
+"""
+
+
+def build(variant, args, seed, steps):
+    import keras
+
+    from keras_attention.models.image_transformer import ImageTransformer
+
+    keras.utils.set_random_seed(seed)
+    model = ImageTransformer(
+        image_shape=(SIDE, SIDE), num_levels=2, attention=VARIANTS[variant],
+        query_block=args.query_block_pair,
+        memory_flange=args.memory_flange_pair, num_layers=args.layers,
+        num_heads=args.heads, hidden_dim=args.hidden,
+        intermediate_dim=args.ff, dropout=args.dropout)
+    warmup = min(args.warmup, steps - 1)
+    schedule = keras.optimizers.schedules.CosineDecay(
+        0.0, steps - warmup, warmup_target=args.learning_rate,
+        warmup_steps=warmup)
+    model.compile(optimizer=keras.optimizers.Adam(schedule, clipnorm=1.0),
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    model(np.zeros((1, SIDE, SIDE), "int32"))  # build, to count weights
+    return model
+
+
+def nll(model, binary):
+    """The mean NLL of `binary` `(N, 28, 28)` under `model`, nats per
+    image: `ImageTransformer.log_likelihood`'s float64 sum over the
+    logits, which come here from the compiled `predict` (the eager call
+    is several times slower with full attention on TensorFlow)."""
+    logits = model.predict(binary, batch_size=250, verbose=0)
+    logits = logits.astype("float64")  # (N, 28, 28, 2)
+    peak = logits.max(-1, keepdims=True)
+    log_norm = peak[..., 0] + np.log(np.exp(logits - peak).sum(-1))
+    chosen = np.take_along_axis(logits, binary[..., None], -1)[..., 0]
+    return float(-(chosen - log_norm).sum(axis=(1, 2)).mean())
+
+
+def train_run(variant, seed, args, data):
+    import harness
+    import keras
+
+    from keras_attention.data import mnist
+
+    train_digits = data["digits"]["train"]
+    steps_per_epoch = len(train_digits) // args.batch_size
+    count = steps_per_epoch * args.batch_size  # whole batches only
+    model = build(variant, args, seed, steps_per_epoch * args.epochs)
+    best = {"validation_nll": math.inf}
+    history, epoch_seconds, cpu_seconds = [], [], 0.0
+    for epoch in range(args.epochs):
+        # A fresh binarization and order each epoch, from seed and epoch.
+        rng = np.random.default_rng([args.binarize_seed, 0, seed, epoch])
+        chosen = rng.permutation(len(train_digits))[:count]
+        images = mnist.binarize(train_digits.images[chosen],
+                                rng).astype("int32")  # (n, 28, 28)
+        started, cpu = time.perf_counter(), time.process_time()
+        model.fit(images, images, batch_size=args.batch_size, epochs=1,
+                  shuffle=False, verbose=0)
+        epoch_seconds.append(time.perf_counter() - started)
+        cpu_seconds += time.process_time() - cpu
+        validation = nll(model, data["validation"])
+        history.append(round(validation, 3))
+        if validation < best["validation_nll"]:
+            best = {"validation_nll": validation, "epoch": epoch + 1,
+                    "weights": model.get_weights()}
+        if args.verbose:
+            print(f"{variant} seed {seed} epoch {epoch + 1}: validation NLL "
+                  f"{validation:.2f} nats ({epoch_seconds[-1]:.0f} s)",
+                  flush=True)
+    model.set_weights(best["weights"])
+    seconds = sum(epoch_seconds)
+    return {
+        "variant": variant,
+        "label": LABELS[variant],
+        "seed": seed,
+        "test_nll": nll(model, data["test"]),
+        "validation_nll": best["validation_nll"],
+        "best_epoch": best["epoch"],
+        "epochs": args.epochs,
+        "train_seconds": round(seconds, 1),
+        # The median epoch: the first also compiles the step.
+        "seconds_per_epoch": round(statistics.median(epoch_seconds), 1),
+        "epoch_seconds": [round(s, 1) for s in epoch_seconds],
+        "train_cpu_seconds": round(cpu_seconds, 1),
+        "examples_per_second": round(count * args.epochs / seconds, 1),
+        "parameters": int(model.count_params()),
+        "validation_curve": history,
+        "backend": keras.backend.backend(),
+        "cpu": harness.machine()["cpu"],
+    }
+
+
+def summary(rows):
+    """Per variant: mean and spread (sample standard deviation) of the
+    test NLL over seeds, and the mean time per epoch."""
+    out = {}
+    for variant in dict.fromkeys(row["variant"] for row in rows):
+        mine = [row for row in rows if row["variant"] == variant]
+        values = [row["test_nll"] for row in mine]
+        out[variant] = {
+            "label": LABELS[variant],
+            "seeds": len(values),
+            "test_nll_mean": statistics.fmean(values),
+            "test_nll_std": (statistics.stdev(values) if len(values) > 1
+                             else 0.0),
+            "seconds_per_epoch_mean": statistics.fmean(
+                row["seconds_per_epoch"] for row in mine),
+            "examples_per_second_mean": statistics.fmean(
+                row["examples_per_second"] for row in mine),
+        }
+    return out
+
+
+def settings(args):
+    """The model and training settings every row shares."""
+    return {"query_block": list(args.query_block_pair),
+            "memory_flange": list(args.memory_flange_pair),
+            "layers": args.layers, "heads": args.heads,
+            "hidden": args.hidden, "ff": args.ff, "dropout": args.dropout,
+            "batch_size": args.batch_size,
+            "learning_rate": args.learning_rate, "warmup": args.warmup}
+
+
+def main(argv=None):
+    p = parser()
+    args = finish_arguments(p, p.parse_args(argv))
+    choose_backend(p, args)
+    import harness
+
+    data = load(args, p)
+    name = args.results_name or NAME
+    baselines = {
+        "pixel_means": pixel_means_nll(data["digits"]["train"].images,
+                                       data["test"]),
+        "uniform": PIXELS * math.log(2.0),
+    }
+    print(f"machine: {harness.machine()}")
+    print(f"digits: {', '.join(f'{len(d)} {k}' for k, d in data['digits'].items())}"
+          f" (of the 10,000 in mnist10k; the paper had 70,000)")
+    print(f"no weights: independent pixels at their training means "
+          f"{baselines['pixel_means']:.2f} nats, uniform "
+          f"{baselines['uniform']:.1f} nats", flush=True)
+    earlier, commands = [], []
+    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
+        f"{name}.json")
+    if args.append and path.is_file():
+        record = json.loads(path.read_text())
+        earlier, commands = record["rows"], record.get("commands",
+                                                       [record["command"]])
+    jobs = [(variant, seed) for variant in args.variant_list
+            for seed in args.seed_list]
+    rows = []
+    if args.parallel > 1 and len(jobs) > 1:
+        given = sys.argv[1:] if argv is None else list(argv)
+        common = harness.strip_options(
+            given, {"--variants", "--seeds", "--parallel", "--results-dir",
+                    "--results-name", "--append"}, {"--append"})
+        for found in harness.run_pinned(
+                pathlib.Path(__file__).resolve(),
+                [(f"{variant}_seed{seed}",
+                  [*common, "--variants", variant, "--seeds", str(seed)])
+                 for variant, seed in jobs], args.parallel, args.logs):
+            rows.extend(found)
+    else:
+        for variant, seed in jobs:
+            rows.append(train_run(variant, seed, args, data))
+    all_rows = earlier + rows
+    print(f"\n{'model':<40} {'seed':>4} {'test NLL':>9} {'epoch':>5} "
+          f"{'s/epoch':>8} {'ex/s':>6}")
+    for row in rows:
+        print(f"{row['label']:<40} {row['seed']:>4} {row['test_nll']:>9.2f} "
+              f"{row['best_epoch']:>5} {row['seconds_per_epoch']:>8.0f} "
+              f"{row['examples_per_second']:>6.1f}")
+    print(f"{'independent pixels (no weights)':<40} {'':>4} "
+          f"{baselines['pixel_means']:>9.2f}")
+    for figures in summary(all_rows).values():
+        print(f"{figures['label']}: {figures['test_nll_mean']:.2f} ± "
+              f"{figures['test_nll_std']:.2f} nats over {figures['seeds']} "
+              f"seed(s), {figures['seconds_per_epoch_mean']:.0f} s/epoch")
+    print("van den Oord et al. 2016 (" + PAPER_DATA + "): " + "; ".join(
+        f"{label} {value:.2f}" for label, value in PAPER))
+    harness.write_results(
+        name, all_rows, directory=args.results_dir,
+        commands=commands + [harness.command_line()],
+        summary=summary(all_rows),
+        paper={"source": "van den Oord et al. 2016, Pixel Recurrent Neural "
+                         "Networks, Table 4 (binarized MNIST, test NLL, "
+                         "nats)",
+               "data": PAPER_DATA,
+               "rows": [{"model": label, "test_nll": value}
+                        for label, value in PAPER]},
+        baselines=baselines, settings=settings(args),
+        data={"digits": {k: len(d) for k, d in data["digits"].items()},
+              "source": "mnist10k (10,000 MNIST digits, not 70,000)",
+              "binarization": "dynamic: each pixel 1 with probability "
+                              "grey / 255; training digits drawn afresh "
+                              "each epoch, validation and test drawn once "
+                              f"by binarize seed {args.binarize_seed}",
+              "split_seed": args.split_seed})
+    return all_rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""benchmarks/image_transformer_mnist.py: a tiny run on made-up digits
+trains local 2-D and full attention, tests the epoch of the best
+validation NLL, prints the rules with no weights beside them and writes
+the rows, the summary and the paper's rows; it runs on JAX as well as
+TensorFlow; a wrong option or data file is one line."""
+
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_attention.data import mnist
+from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import load_script
+from tests.test_benchmarks_summary import run_benchmark
+
+TINY = ["--validation", "10", "--test", "10", "--epochs", "2",
+        "--batch-size", "8", "--layers", "1", "--hidden", "8", "--heads",
+        "2", "--ff", "8", "--warmup", "2", "--verbose", "0"]
+ROW_KEYS = {"variant", "label", "seed", "test_nll", "validation_nll",
+            "best_epoch", "epochs", "train_seconds", "seconds_per_epoch",
+            "epoch_seconds", "train_cpu_seconds", "examples_per_second",
+            "parameters", "validation_curve", "backend", "cpu"}
+
+
+def _made_up(folder, count=60, seed=0):
+    """Write `folder/mnist10k.npz`: `count` digits of random grey blobs."""
+    rng = np.random.default_rng(seed)
+    ink = rng.random((count, 28, 28)) < 0.3
+    images = (rng.integers(1, 256, (count, 28, 28)) * ink).astype("uint8")
+    np.savez(folder / "mnist10k.npz", x=images,
+             y=rng.integers(0, 10, count).astype("uint8"))
+    return folder / "mnist10k.npz"
+
+
+def test_tiny_run_on_both_backends_writes_rows_baselines_and_paper(
+        tmp_path, monkeypatch):
+    data = _made_up(tmp_path)
+    stdout, record = run_benchmark(
+        "image_transformer_mnist.py", tmp_path / "results", "--data",
+        str(data), "--variants", "local_2d,full", "--seeds", "0,1",
+        "--backend", "tensorflow", *TINY, timeout=600)
+    rows = record["rows"]
+    assert [(row["variant"], row["seed"]) for row in rows] == [
+        ("local_2d", 0), ("local_2d", 1), ("full", 0), ("full", 1)]
+    for row in rows:
+        assert set(row) == ROW_KEYS
+        assert row["backend"] == "tensorflow" and row["cpu"]
+        assert row["epochs"] == 2 and len(row["validation_curve"]) == 2
+        # The curve is rounded to 3 decimals; the best epoch's is kept.
+        assert row["validation_nll"] == pytest.approx(
+            min(row["validation_curve"]), abs=1e-3)
+        assert row["validation_curve"][row["best_epoch"] - 1] == (
+            min(row["validation_curve"]))
+        assert math.isfinite(row["test_nll"]) and row["test_nll"] > 0
+        assert row["examples_per_second"] > 0 < row["seconds_per_epoch"]
+        assert len(row["epoch_seconds"]) == 2
+    # The same sizes: only the attention differs.
+    assert len({row["parameters"] for row in rows}) == 1
+    summary = record["summary"]
+    assert summary["full"]["test_nll_mean"] == pytest.approx(
+        np.mean([row["test_nll"] for row in rows[2:]]))
+    assert summary["full"]["test_nll_std"] == pytest.approx(
+        np.std([row["test_nll"] for row in rows[2:]], ddof=1))
+    # The rule with no weights, derived again: training means of grey /
+    # 255, add-one smoothed, on the test digits binarized by seed [0, 2].
+    parts = mnist.split(mnist.load_mnist(data), 0, 10, 10)
+    test = mnist.binarize(parts["test"].images, np.random.default_rng(
+        [0, 2]))
+    ones = (parts["train"].images.astype("float64").sum(0) / 255 + 1) / (
+        len(parts["train"]) + 2)
+    expected = -np.log(np.where(test == 1, ones, 1 - ones)).sum((1, 2))
+    assert record["baselines"]["pixel_means"] == pytest.approx(
+        expected.mean())
+    assert record["baselines"]["uniform"] == pytest.approx(784 * math.log(2))
+    assert "independent pixels at their training means" in stdout
+    paper = record["paper"]
+    assert "not our 10,000" in paper["data"]
+    assert {"model": "PixelCNN", "test_nll": 81.30} in paper["rows"]
+    assert record["data"]["digits"] == {"test": 10, "validation": 10,
+                                        "train": 40}
+    assert record["settings"]["query_block"] == [4, 7]
+    # The same run on JAX, added to the file's rows.
+    _, record = run_benchmark(
+        "image_transformer_mnist.py", tmp_path / "results", "--data",
+        str(data), "--variants", "local_2d", "--backend", "jax", *TINY,
+        "--epochs", "1", "--append", timeout=600)
+    assert [row["backend"] for row in record["rows"]] == [
+        "tensorflow"] * 4 + ["jax"]
+    assert record["machine"]["backend"] == "jax"
+    assert len(record["commands"]) == 2 and "--append" in record["commands"][1]
+    jax_row = record["rows"][-1]
+    assert jax_row["parameters"] == rows[0]["parameters"]
+    assert math.isfinite(jax_row["test_nll"]) and jax_row["test_nll"] > 0
+    assert record["summary"]["local_2d"]["seeds"] == 3
+    page = "\n".join(load_script("summary", monkeypatch).render(record))
+    assert "| PixelCNN, van den Oord et al. 2016 * | — | 81.30 |" in page
+    assert "an epoch of full attention took" in page
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--seeds", "x"], "--seeds must be comma-separated ints, received: "
+                       "'x'"),
+    (["--variants", "local_2d,nope"], "--variants must name some of"),
+    (["--query-block", "4"], "--query-block must be two ints >= 1 as "
+                             "rows,columns, received: '4'"),
+    (["--hidden", "10", "--heads", "4"], "--hidden must be divisible by "
+                                         "--heads, received: 10 and 4"),
+    (["--epochs", "0"], "--epochs must be positive, received: 0"),
+    (["--dropout", "1"], "--dropout must be in [0, 1), received: 1.0"),
+    (["--data", "/no/such/mnist.npz"], "No MNIST file at /no/such/"),
+    (["--data", "{data}", "--batch-size", "500"],
+     "--batch-size must be at most the 40 training digits"),
+])
+def test_mistakes_are_one_line(arguments, message, tmp_path):
+    data = _made_up(tmp_path)
+    arguments = [argument.format(data=data) for argument in arguments]
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
+         *arguments, "--validation", "10", "--test", "10"],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
