@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.installed-torch
 export TF_CPP_MIN_LOG_LEVEL ?= 2
 
-.PHONY: install demo test test-jax test-torch test-serving docs docs-serve lint bench bench-translator bench-serving bench-attention clean
+.PHONY: fashion-mnist install demo test test-jax test-torch test-serving docs docs-serve lint bench bench-translator bench-serving bench-attention clean
 
 install: $(STAMP)
 
@@ -91,3 +91,12 @@ bench-translator: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .ruff_cache .hypothesis
+
+# Fashion-MNIST (60,000 + 10,000), for `benchmarks/sagan_mnist.py --dataset
+# fashion`: Debian's package puts its IDX files under
+# /usr/share/datasets/fashion-mnist, where keras_attention.data.mnist looks.
+fashion-mnist:
+	test -d /usr/share/datasets/fashion-mnist || { \
+	    sudo=""; [ "$$(id -u)" -eq 0 ] || sudo=sudo; \
+	    $$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	        dataset-fashion-mnist; }
