@@ -298,3 +298,22 @@ def strip_options(argv, options, flags=()):
         kept.append(argv[index])
         index += 1
     return kept
+
+
+def variants_and_seeds(p, args, known):
+    """Check `--variants` (comma-separated names of `known`) and `--seeds`
+    (comma-separated ints) and set `args.variant_list` and
+    `args.seed_list`; a mistake is one line through `p.error`."""
+    names = [name for name in args.variants.split(",") if name]
+    if not names or any(name not in known for name in names):
+        p.error(f"--variants must name some of {', '.join(known)}, "
+                f"received: {args.variants!r}")
+    args.variant_list = names
+    try:
+        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
+    except ValueError:
+        args.seed_list = []
+    if not args.seed_list:
+        p.error(f"--seeds must be comma-separated ints, received: "
+                f"{args.seeds!r}")
+    return args

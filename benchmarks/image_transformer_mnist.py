@@ -154,20 +154,9 @@ def finish_arguments(p, args):
     args.query_block_pair = _pair(p, "query-block", args.query_block, 1)
     args.memory_flange_pair = _pair(p, "memory-flange", args.memory_flange,
                                     0)
-    names = [name for name in args.variants.split(",") if name]
-    unknown = [name for name in names if name not in VARIANTS]
-    if unknown or not names:
-        p.error(f"--variants must name some of {', '.join(VARIANTS)}, "
-                f"received: {args.variants!r}")
-    args.variant_list = names
-    try:
-        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
-    except ValueError:
-        args.seed_list = []
-    if not args.seed_list:
-        p.error(f"--seeds must be comma-separated ints, received: "
-                f"{args.seeds!r}")
-    return args
+    import harness
+
+    return harness.variants_and_seeds(p, args, VARIANTS)
 
 
 def choose_backend(p, args):

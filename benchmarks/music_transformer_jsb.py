@@ -68,7 +68,6 @@ benchmarks/music_transformer_jsb.py --preset paper --minutes 8`).
 import argparse
 import os
 import pathlib
-import shutil
 import statistics
 import sys
 import time
@@ -226,20 +225,9 @@ def finish_arguments(p, args):
         p.error(f"--start-every must be a multiple of 4 dividing half of "
                 f"--window ({args.window // 2}; scoring windows start "
                 f"every half window), received: {args.start_every}")
-    names = [name for name in args.variants.split(",") if name]
-    unknown = [name for name in names if name not in VARIANTS]
-    if unknown or not names:
-        p.error(f"--variants must name some of {', '.join(VARIANTS)}, "
-                f"received: {args.variants!r}")
-    args.variant_list = names
-    try:
-        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
-    except ValueError:
-        args.seed_list = []
-    if not args.seed_list:
-        p.error(f"--seeds must be comma-separated ints, received: "
-                f"{args.seeds!r}")
-    return args
+    import harness
+
+    return harness.variants_and_seeds(p, args, VARIANTS)
 
 
 """
@@ -367,62 +355,21 @@ def save_run(model, row, args):
 def run_parallel(args, argv, jobs):
     """Each `(variant, seed)` of `jobs` in a process of its own (this
     script with one variant, one seed, one thread), `--parallel` at a
-    time, process `i` pinned to core `i`; returns their rows in the
-    order of `jobs`. Each job's output goes to `SAVE_DIR/VARIANT_seedN.log`."""
-    import json
-    import subprocess
-    import tempfile
+    time, process `i` pinned to core `i` (`harness.run_pinned`); returns
+    their rows in the order of `jobs`. Each job's output goes to
+    `SAVE_DIR/VARIANT_seedN.log`."""
+    import harness
 
-    folder = pathlib.Path(tempfile.mkdtemp(prefix="jsb_runs_"))
-    logs = pathlib.Path(args.save_dir)
-    logs.mkdir(parents=True, exist_ok=True)
-    skip = {"--variants", "--seeds", "--parallel", "--results-dir",
-            "--results-name", "--threads"}
-    common, index = [], 0
-    while index < len(argv):  # the caller's options but the job's own
-        option = argv[index].split("=", 1)[0]
-        if option in skip:
-            index += 1 if "=" in argv[index] else 2
-            continue
-        common.append(argv[index])
-        index += 1
-    waiting, running, rows = list(enumerate(jobs)), {}, {}
-    cores = sorted(os.sched_getaffinity(0))
-    while waiting or running:
-        free = [core for core in cores[:args.parallel]
-                if core not in running]
-        while waiting and free:
-            number, (variant, seed) = waiting.pop(0)
-            core = free.pop(0)
-            name = f"{variant}_seed{seed}"
-            command = [sys.executable, __file__, *common, "--variants",
-                       variant, "--seeds", str(seed), "--threads", "1",
-                       "--no-samples", "--results-dir", str(folder),
-                       "--results-name", name]
-            log = open(logs / f"{name}.log", "w")
-            process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=lambda core=core: os.sched_setaffinity(0, {core}))
-            running[core] = (process, number, name, log)
-            print(f"started {name} on core {core}", flush=True)
-        time.sleep(2)
-        for core, (process, number, name, log) in list(running.items()):
-            if process.poll() is None:
-                continue
-            log.close()
-            del running[core]
-            if process.returncode:
-                for other, *_ in running.values():
-                    other.terminate()
-                sys.exit(f"run {name} failed (exit {process.returncode}); "
-                         f"see {logs / (name + '.log')}")
-            record = json.loads((folder / f"{name}.json").read_text())
-            rows[number] = record["rows"][0]
-            print(f"finished {name}: best valid NLL "
-                  f"{rows[number]['best_nll']:.4f} at step "
-                  f"{rows[number]['best_step']}", flush=True)
-    shutil.rmtree(folder, ignore_errors=True)
-    return [rows[number] for number in range(len(jobs))]
+    common = harness.strip_options(
+        argv, {"--variants", "--seeds", "--parallel", "--results-dir",
+               "--results-name", "--threads"})
+    found = harness.run_pinned(
+        pathlib.Path(__file__).resolve(),
+        [(f"{variant}_seed{seed}",
+          [*common, "--variants", variant, "--seeds", str(seed),
+           "--threads", "1", "--no-samples"]) for variant, seed in jobs],
+        args.parallel, args.save_dir)
+    return [rows[0] for rows in found]
 
 
 """

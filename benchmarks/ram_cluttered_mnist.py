@@ -145,20 +145,9 @@ def finish_arguments(p, args):
     if args.fragment_size > 28:
         p.error(f"--fragment-size must be at most 28, received: "
                 f"{args.fragment_size}")
-    names = [name for name in args.variants.split(",") if name]
-    unknown = [name for name in names if name not in VARIANTS]
-    if unknown or not names:
-        p.error(f"--variants must name some of {', '.join(VARIANTS)}, "
-                f"received: {args.variants!r}")
-    args.variant_list = names
-    try:
-        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
-    except ValueError:
-        args.seed_list = []
-    if not args.seed_list:
-        p.error(f"--seeds must be comma-separated ints, received: "
-                f"{args.seeds!r}")
-    return args
+    import harness
+
+    return harness.variants_and_seeds(p, args, VARIANTS)
 
 
 def load(args, p):

@@ -141,19 +141,9 @@ def finish_arguments(p, args):
     if args.width % 4:
         p.error(f"--width must be a multiple of 4 (the block's keys have "
                 f"2*width/8 channels), received: {args.width}")
-    names = [name for name in args.variants.split(",") if name]
-    if not names or any(name not in VARIANTS for name in names):
-        p.error(f"--variants must name some of {', '.join(VARIANTS)}, "
-                f"received: {args.variants!r}")
-    args.variant_list = names
-    try:
-        args.seed_list = [int(seed) for seed in args.seeds.split(",") if seed]
-    except ValueError:
-        args.seed_list = []
-    if not args.seed_list:
-        p.error(f"--seeds must be comma-separated ints, received: "
-                f"{args.seeds!r}")
-    return args
+    import harness
+
+    return harness.variants_and_seeds(p, args, VARIANTS)
 
 
 def scaled(images):

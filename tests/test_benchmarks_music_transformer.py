@@ -166,3 +166,23 @@ def test_append_adds_rows_and_keeps_every_command(tmp_path):
     assert len(record["commands"]) == 2
     assert "--append" in record["commands"][1]
     assert "--append" not in record["commands"][0]
+
+
+def test_parallel_runs_each_job_in_its_own_process(tmp_path):
+    """--parallel 2: each seed in a process of its own
+    (`harness.run_pinned`), its log in --save-dir, its row in the file."""
+    _made_up(tmp_path / "chorales.json.gz")
+    saved = tmp_path / "models"
+    _, record = run_benchmark(
+        "music_transformer_jsb.py", tmp_path / "results", "--data",
+        str(tmp_path / "chorales.json.gz"), "--variants", "absolute",
+        "--seeds", "0,1", "--parallel", "2", "--steps", "2",
+        "--eval-every", "2", "--layers", "1", "--hidden", "16", "--heads",
+        "2", "--ff", "32", "--window", "32", "--start-every", "16",
+        "--batch", "4", "--max-relative", "8", "--warmup", "1",
+        "--no-samples", "--save-dir", str(saved), timeout=600)
+    assert [(row["variant"], row["seed"]) for row in record["rows"]] == [
+        ("absolute", 0), ("absolute", 1)]
+    assert sorted(path.name for path in saved.glob("*.log")) == [
+        "absolute_seed0.log", "absolute_seed1.log"]
+    assert (saved / "absolute_seed1.keras").is_file()

@@ -137,8 +137,14 @@ class RecurrentAttentionModel(keras.Model):
     stops at `h_t` (`stop_location_gradient=True`, as in most
     reproductions), so the high-variance REINFORCE estimate does not move
     the features the classifier reads. The paper's gradient (its eq. 2)
-    is over all parameters: `stop_location_gradient=False` (on the
-    cluttered digits example it kept the model at chance for 10 epochs).
+    is over all parameters: `stop_location_gradient=False`. On 60x60
+    cluttered MNIST (`benchmarks/ram_cluttered_mnist.py`) it trails: at
+    the start REINFORCE's gradient at the core is 10 times the
+    cross-entropy's (norms 3.69 and 0.36), it drives the location means
+    into the tanh's saturation (95% of them beyond ±0.95 after 100
+    epochs, glimpses pinned to the image's edges, against 0.6% with the
+    stop), where the policy's gradient vanishes, and the model ends at
+    69.9% test error against 19.3% with the stop at the same 100 epochs.
 
     Loss (`compute_loss`, so `fit` works on every backend): with the reward
     `R = 1` if the prediction is right, else 0,
