@@ -401,9 +401,14 @@ def summary(rows):
 
 def claims(rows, command):
     """The paper's figures beside ours, for the Reproductions page: each
-    RAM row of Table 2 and the convolutional network, then the ordering
-    (RAM with 6 glimpses below the convolutional network)."""
+    RAM row of Table 2 and the convolutional network (yes: within a
+    point of the paper; partly: a RAM below the CNN by more than the
+    seeds' spread), then the ordering (RAM with 6 glimpses below the
+    convolutional network, by more than the spread). None for a run
+    without the CNN (a diagnosis, not the paper's comparison)."""
     found = summary(rows)
+    if "conv" not in found:  # the paper's comparison is with its CNN
+        return []
     data = ("60x60 cluttered translated digits from mnist10k (7,000 train "
             "digits, not 60,000)")
     out = []
@@ -419,9 +424,14 @@ def claims(rows, command):
             continue
         mean = found[variant]["test_error_mean"]
         paper = PAPER[variant] / 100
+        # "partly": the paper's ordering holds, the RAM below the CNN by
+        # more than either's spread over seeds.
+        ahead = variant.startswith("ram") and "conv" in found and (
+            found["conv"]["test_error_mean"] - mean > max(
+                found[variant]["test_error_std"],
+                found["conv"]["test_error_std"]))
         verdict = ("yes" if mean <= paper + 0.01 else
-                   "partly" if variant.startswith("ram") and "conv" in found
-                   and mean < found["conv"]["test_error_mean"] else "no")
+                   "partly" if ahead else "no")
         out.append({
             "paper": "Mnih et al. 2014", "table": "Table 2",
             "claim": f"{LABELS[variant]}, test error",
@@ -430,12 +440,14 @@ def claims(rows, command):
             "data": data, "command": command})
     if "ram6" in found and "conv" in found:
         ram, conv = (found[v]["test_error_mean"] for v in ("ram6", "conv"))
+        spread = max(found[v]["test_error_std"] for v in ("ram6", "conv"))
         out.append({
             "paper": "Mnih et al. 2014", "table": "Table 2",
             "claim": "RAM (6 glimpses) below the convolutional network",
             "theirs": f"{PAPER['ram6']:.2f}% < {PAPER['conv']:.2f}%",
-            "ours": f"{ram:.2%} {'<' if ram < conv else '>='} {conv:.2%}",
-            "reproduced": "yes" if ram < conv else "no",
+            "ours": f"{ram:.2%} {'<' if ram < conv else '>='} {conv:.2%}"
+                    f" (spread {spread:.2%})",
+            "reproduced": "yes" if conv - ram > spread else "no",
             "seeds": min(found[v]["seeds"] for v in ("ram6", "conv")),
             "data": data, "command": command})
     return out
