@@ -317,3 +317,14 @@ def variants_and_seeds(p, args, known):
         p.error(f"--seeds must be comma-separated ints, received: "
                 f"{args.seeds!r}")
     return args
+
+
+def earlier_results(name, directory=None, append=False):
+    """With `append`, the rows and commands already in
+    `DIRECTORY/NAME.json` (none when it is missing); else none: what a
+    script's `--append` adds its rows to."""
+    path = pathlib.Path(directory or RESULTS_DIR) / f"{name}.json"
+    if not append or not path.is_file():
+        return [], []
+    record = json.loads(path.read_text())
+    return record["rows"], record.get("commands", [record["command"]])

@@ -46,7 +46,6 @@ local_2d,full] [--seeds 0,1,2] [--epochs E] [--parallel 2]`.
 """
 
 import argparse
-import json
 import math
 import os
 import pathlib
@@ -364,13 +363,8 @@ def main(argv=None):
     print(f"no weights: independent pixels at their training means "
           f"{baselines['pixel_means']:.2f} nats, uniform "
           f"{baselines['uniform']:.1f} nats", flush=True)
-    earlier, commands = [], []
-    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
-        f"{name}.json")
-    if args.append and path.is_file():
-        record = json.loads(path.read_text())
-        earlier, commands = record["rows"], record.get("commands",
-                                                       [record["command"]])
+    earlier, commands = harness.earlier_results(name, args.results_dir,
+                                                args.append)
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
     rows = []

@@ -471,21 +471,6 @@ def print_table(rows, rule, args):
         print(f"  {label:<64} {value}")
 
 
-def earlier_runs(args):
-    """With `--append`, the rows and commands already in the results
-    file (none when it is missing); else none."""
-    import json
-
-    import harness
-
-    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
-        f"{args.results_name or 'music_transformer_jsb'}.json")
-    if not args.append or not path.is_file():
-        return [], []
-    record = json.loads(path.read_text())
-    return record["rows"], record.get("commands", [record["command"]])
-
-
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
@@ -531,7 +516,9 @@ def main(argv=None):
         f"{' or ' if args.steps else ''}{args.minutes:g} min"
         if args.minutes else "")
     rows, models, saved = [], {}, {}
-    earlier, commands = earlier_runs(args)
+    earlier, commands = harness.earlier_results(
+        args.results_name or "music_transformer_jsb", args.results_dir,
+        args.append)
     settings = {key: value for key, value in vars(args).items()
                 if key not in ("results_dir", "results_name",
                                "variant_list", "seed_list")}

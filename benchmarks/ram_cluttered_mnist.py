@@ -498,13 +498,8 @@ def main(argv=None):
           f" (of the 10,000 in mnist10k; the paper had 60,000 + 10,000)")
     print(f"the most frequent class, no weights: test error {rule:.2%}",
           flush=True)
-    earlier, commands = [], []
-    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
-        f"{name}.json")
-    if args.append and path.is_file():
-        record = json.loads(path.read_text())
-        earlier, commands = record["rows"], record.get("commands",
-                                                       [record["command"]])
+    earlier, commands = harness.earlier_results(name, args.results_dir,
+                                                args.append)
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
     rows, models = [], {}

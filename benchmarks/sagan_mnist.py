@@ -712,13 +712,8 @@ def main(argv=None):
           f"images) {baselines['floor_train_vs_test']:.2f}, ceiling "
           f"(per-pixel noise) {baselines['ceiling_pixel_noise_vs_test']:.2f}",
           flush=True)
-    earlier, commands = [], []
-    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
-        f"{name}.json")
-    if args.append and path.is_file():
-        record = json.loads(path.read_text())
-        earlier, commands = record["rows"], record.get("commands",
-                                                       [record["command"]])
+    earlier, commands = harness.earlier_results(name, args.results_dir,
+                                                args.append)
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
     rows = []
