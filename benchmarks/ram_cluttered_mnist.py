@@ -24,7 +24,10 @@ rectifier core of 256; a Gaussian location policy of fixed σ trained by
 REINFORCE with a learned baseline, reward 1 for a right answer);
 `ram6_full_gradient` lets REINFORCE's gradient reach the core and glimpse
 network (the paper's eq. 2 over all parameters) where the others stop it
-at the core's state. The convolutional network is one layer of 8 10x10
+at the core's state; the location mean is a tanh of the core's state,
+or with `_linear` (`ram6_linear`, `ram6_full_gradient_linear`) the
+paper's linear one, the glimpse going to the sample clipped to the
+image. The convolutional network is one layer of 8 10x10
 filters with stride 5 and a fully connected layer of 256 (ReLU), then the
 classifier; `fc256` is two fully connected layers of 256. All train with
 Adam and a cosine-decayed learning rate (the paper: SGD with momentum and
@@ -59,6 +62,9 @@ VARIANTS = {
     "ram6": dict(kind="ram", glimpses=6),
     "ram8": dict(kind="ram", glimpses=8),
     "ram6_full_gradient": dict(kind="ram", glimpses=6, full_gradient=True),
+    "ram6_linear": dict(kind="ram", glimpses=6, linear=True),
+    "ram6_full_gradient_linear": dict(kind="ram", glimpses=6,
+                                      full_gradient=True, linear=True),
     "conv": dict(kind="conv"),
     "fc256": dict(kind="fc"),
     "oracle_glimpse": dict(kind="oracle"),
@@ -69,6 +75,9 @@ LABELS = {
     "ram6": "RAM, 6 glimpses, 12x12, 3 scales",
     "ram8": "RAM, 8 glimpses, 12x12, 3 scales",
     "ram6_full_gradient": "RAM, 6 glimpses, REINFORCE into the core",
+    "ram6_linear": "RAM, 6 glimpses, linear location mean",
+    "ram6_full_gradient_linear": "RAM, 6 glimpses, REINFORCE into the "
+                                 "core, linear location mean (the paper's)",
     "conv": "Convolutional, 2 layers",
     "fc256": "FC, 2 layers (256 hiddens each)",
     "oracle_glimpse": "one glimpse at the digit's centre, told",
@@ -205,6 +214,7 @@ def build(variant, args, seed, steps):
             num_scales=args.scales, glimpse_units=128, units=256,
             location_std=args.location_std,
             stop_location_gradient=not spec.get("full_gradient", False),
+            location_activation="linear" if spec.get("linear") else "tanh",
             seed=seed)
         model.compile(optimizer=optimizer)
         return model

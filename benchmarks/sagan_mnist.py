@@ -108,6 +108,10 @@ def parser():
     p.add_argument("--eval-every", type=int, default=5,
                    help="epochs between distances to the validation images "
                         "(0: none)")
+    p.add_argument("--select", default="final", choices=("final", "best"),
+                   help="which generator is tested: the last epoch's, or "
+                        "the one of the lowest validation distance (of the "
+                        "--eval-every checkpoints)")
     p.add_argument("--classifier-epochs", type=int, default=8)
     p.add_argument("--cache-dir", default="runs/sagan_mnist",
                    help="where the judge's classifier is kept")
@@ -566,11 +570,14 @@ def train_run(variant, seed, args, data, features):
     fixed_noise = np.random.default_rng(10_000 + seed).normal(
         size=(args.samples, args.latent)).astype("float32")
 
-    def distance(part):
-        sync()
+    def score(part):
         samples = make.predict(fixed_noise, batch_size=500, verbose=0)
         return frechet_distance(features_of(features, samples),
                                 reference[part]), samples
+
+    def distance(part):
+        sync()  # the trained state into the variables, then score them
+        return score(part)
 
     gammas, losses, curve, timings = [[0, 0.0, 0.0]], [], [], []
     for epoch in range(1, args.epochs + 1):
@@ -592,6 +599,9 @@ def train_run(variant, seed, args, data, features):
             gammas.append([epoch, gamma(make), gamma(judge)])
         if args.eval_every and epoch % args.eval_every == 0:
             curve.append([epoch, round(distance("validation")[0], 3)])
+            if args.select == "best" and curve[-1][1] <= min(
+                    value for _, value in curve):
+                kept = (epoch, make.get_weights())
         if args.verbose:
             said = (f", γ G {gammas[-1][1]:+.4f} D {gammas[-1][2]:+.4f}"
                     if attention else "")
@@ -601,12 +611,21 @@ def train_run(variant, seed, args, data, features):
                      if curve and curve[-1][0] == epoch else "")
                   + f" ({seconds:.0f} s, CPU {busy:.0f} s)", flush=True)
     fid, samples = distance("test")
+    selected = {"selection": args.select, "selected_epoch": args.epochs}
+    if args.select == "best" and curve:
+        # The generator of the lowest validation distance is the one
+        # tested; the last epoch's test distance is kept beside it.
+        selected.update(final_frechet_distance=round(fid, 4),
+                        selected_epoch=kept[0])
+        make.set_weights(kept[1])
+        fid, samples = score("test")  # no sync: it would undo set_weights
     row = {
         "variant": variant,
         "label": LABELS[variant],
         "seed": seed,
         "dataset": args.dataset,
         "frechet_distance": round(fid, 4),
+        **selected,
         "validation_curve": curve,
         "epochs": args.epochs,
         "steps": steps_per_epoch * args.epochs,

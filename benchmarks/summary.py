@@ -386,6 +386,71 @@ def _ram(record):
     return lines
 
 
+def _captioner(record):
+    """Soft against hard attention on captioned digit scenes
+    (benchmarks/captioner_hard_soft.py): each variant's mean test BLEU-4
+    and spread beside Xu et al.'s Table 1 and the rule with no weights,
+    then every run with its decodings and the estimator's variance."""
+    rows, lines = record["rows"], []
+    if len(record.get("commands", [])) > 1:
+        lines += ["The rows come from " + ", then ".join(
+            f"`{command}`" for command in record["commands"]) + ".", ""]
+    beam = next(key for key in rows[0] if key.startswith("beam"))
+    lines += [f"| attention | seeds | test BLEU-4 ({beam.replace('beam', 'beam ')}) "
+              "| greedy BLEU-4 | exact captions (greedy) | digits right "
+              "(greedy) | Xu et al. 2015, Flickr8k BLEU-4 |",
+              "|---|---|---|---|---|---|---|"]
+
+    def spread(line, key, percent=False):
+        unit = "%" if percent else ""
+        mean = f"{line[key + '_mean']:.2f}{unit}" if not percent else (
+            f"{line[key + '_mean']:.1f}%")
+        if line["seeds"] < 2:
+            return mean
+        std = (f"{line[key + '_std']:.1f}%" if percent
+               else f"{line[key + '_std']:.2f}")
+        return f"{mean} ± {std}"
+
+    for variant, line in record.get("summary", {}).items():
+        lines.append(
+            f"| {line['label']} (`{variant}`) | {line['seeds']} | "
+            f"**{spread(line, 'bleu')}** | {spread(line, 'greedy_bleu')} | "
+            f"{spread(line, 'exact', True)} | {spread(line, 'digits', True)} "
+            f"| {line['paper_bleu4']} |")
+    rule = record.get("baselines", {}).get("frequent_digits")
+    if rule:
+        lines.append(
+            f"| always \"{rule['caption']}\" (no weights) | — | "
+            f"{rule['bleu']:.2f} | {rule['bleu']:.2f} | {rule['exact']:.1%} | "
+            f"{rule['digits']:.1%} | — |")
+    lines += ["", "| attention | seed | test BLEU-4, beam | greedy | greedy, "
+              "argmax location | exact (greedy) | digits (greedy) | best "
+              "validation BLEU (epoch) | epochs | training min | scenes/s "
+              "| REINFORCE variance ratio b = 0 / b, before → after |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        argmax = row.get("greedy_argmax")
+        ratio = row.get("variance")
+        ratio = (" → ".join(f"{ratio[when]['none'] / ratio[when]['baseline']:,.0f}×"
+                            for when in ("before", "after"))
+                 if ratio else "—")
+        lines.append(
+            f"| `{row['variant']}` | {row['seed']} | {row['test_bleu']:.2f} | "
+            f"{row['greedy']['bleu']:.2f} | "
+            + (f"{argmax['bleu']:.2f}" if argmax else "—")
+            + f" | {row['greedy']['exact']:.1%} | {row['greedy']['digits']:.1%}"
+            f" | {row['validation_bleu']:.2f} ({row['best_epoch']}) | "
+            f"{row['epochs']} | {row['train_seconds'] / 60:.1f} | "
+            f"{row['scenes_per_second']:,.0f} | {ratio} |")
+    data = record.get("data", {})
+    if data:
+        lines += ["", f"Data: {data.get('scenes', '')}; digits "
+                  + ", ".join(f"{count:,} {split}" for split, count
+                              in data.get("digits", {}).items())
+                  + f"; split seed {data.get('split_seed')}."]
+    return lines
+
+
 def _sagan(record):
     """SAGAN on 28x28 images (benchmarks/sagan_mnist.py): each run's
     Fréchet distance, time, γ and where the blocks look, then each
@@ -577,6 +642,9 @@ def render(record, stem=None):
     elif (record["benchmark"].startswith("ram_cluttered_mnist")
           and "test_error" in first):
         lines += _ram(record)
+    elif (record["benchmark"].startswith("captioner_hard_soft")
+          and "test_bleu" in first):
+        lines += _captioner(record)
     elif record["benchmark"].startswith("sagan") and "frechet_distance" in first:
         lines += _sagan(record)
     elif (record["benchmark"].startswith("image_transformer_mnist")

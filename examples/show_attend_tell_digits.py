@@ -37,6 +37,8 @@ from keras_attention.text import digit_scenes
 from keras_attention.training.bleu import corpus_bleu
 from keras_attention.training.losses import MaskedAccuracy
 from keras_attention.training.losses import MaskedCrossentropy
+from keras_attention.training.reinforce_variance import (
+    reinforce_gradient_variance)
 from keras_attention.visualize.image_attention import plot_image_attention
 
 """
@@ -186,34 +188,9 @@ advantage is large and of one sign) and after.
 
 def gradient_variance(model, data, draws, batch=64):
     inputs, targets = data
-    images = inputs["images"][:batch]
-    tokens = inputs["decoder_tokens"][:batch]
-    labels = targets[:batch]
-    weights = model.decoder.attention_layer.trainable_variables
-    expectation = np.zeros((len(tokens),), bool)
-
-    def draw(noise, baseline):
-        with tf.GradientTape() as tape:
-            memory, mask = model.encode(images)
-            logits, alpha = model.decode(
-                tokens, memory, mask, training=False,
-                return_attention_scores=True, location_noise=noise,
-                expectation=expectation)
-            terms = model.reinforce_terms(logits, alpha, labels, noise,
-                                          expectation, baseline)
-        gradients = tape.gradient(terms["reinforce"], weights)
-        flat = np.concatenate([g.numpy().ravel() for g in gradients])
-        return flat, float(np.mean(terms["nll"]))
-
-    rng = np.random.default_rng(1234)
-    noises = [rng.random(tokens.shape).astype("float32")
-              for _ in range(draws)]
-    without = [draw(noise, 0.0) for noise in noises]
-    baseline = np.mean([nll for _, nll in without])
-    with_baseline = [draw(noise, baseline)[0] for noise in noises]
-    return {"baseline": float(np.stack(with_baseline).var(0).sum()),
-            "none": float(np.stack([g for g, _ in without]).var(0).sum()),
-            "mean_nll": float(baseline)}
+    return reinforce_gradient_variance(
+        model, inputs["images"][:batch], inputs["decoder_tokens"][:batch],
+        targets[:batch], draws)
 
 
 def argmax_twin(model, inputs):

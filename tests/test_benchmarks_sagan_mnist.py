@@ -34,7 +34,7 @@ def test_tiny_run_logs_gamma_attention_and_references(digits, tmp_path,
     common = ["--data", str(digits), *TINY, "--cache-dir", str(cache)]
     stdout, record = run_benchmark(
         "sagan_mnist.py", tmp_path / "results", *common, "--seeds", "0",
-        "--figures", str(figures), timeout=600)
+        "--figures", str(figures), "--select", "best", timeout=600)
     rows = record["rows"]
     assert [(row["variant"], row["seed"]) for row in rows] == [
         ("plain", 0), ("attention", 0)]
@@ -45,6 +45,14 @@ def test_tiny_run_logs_gamma_attention_and_references(digits, tmp_path,
         assert row["frechet_distance"] > 0
         assert row["train_seconds"] > 0 and row["examples_per_second"] > 0
         assert [point[0] for point in row["validation_curve"]] == [1, 2]
+        # --select best: the generator of the lowest validation distance
+        # is tested; the last epoch's test distance is kept beside it.
+        epochs, values = zip(*row["validation_curve"])
+        assert row["selection"] == "best"
+        assert row["selected_epoch"] == epochs[int(np.argmin(values))]
+        assert np.isfinite(row["final_frechet_distance"])
+        if row["selected_epoch"] == 2:
+            assert row["final_frechet_distance"] == row["frechet_distance"]
         assert [point[0] for point in row["loss_curve"]] == [1, 2]
         assert (figures / f"{row['variant']}_seed0_samples.png").is_file()
     plain, attention = rows

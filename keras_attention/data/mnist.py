@@ -288,3 +288,126 @@ def cluttered(digits, count=None, canvas_size=60, clutter=4,
                            axis=1).astype("int64")
     return Canvases(images.astype("float32") / 255.0,
                     digits.labels[chosen], boxes)
+
+
+DIGIT_WORDS = ("zero", "one", "two", "three", "four", "five", "six",
+               "seven", "eight", "nine")
+INK = 20  # MNIST centres each digit's ink in the middle 20x20 of its 28x28
+
+
+class Scenes(NamedTuple):
+    """Captioned scenes of several digits.
+
+    images: `(N, H, W)` float32 in [0, 1].
+    captions: N strings, the digits left to right.
+    labels: `(N, K)` int64, the digits' values left to right.
+    boxes: `(N, K, 4)` int64 `(top, left, height, width)` of each digit's
+        ink box (its middle 20x20), left to right.
+    """
+
+    images: np.ndarray
+    captions: list
+    labels: np.ndarray
+    boxes: np.ndarray
+
+
+def scene_caption(labels):
+    """"a three left of an eight left of a one": each digit, left to
+    right, with its article."""
+    phrases = [("an " if label == 8 else "a ") + DIGIT_WORDS[label]
+               for label in labels]
+    return " left of ".join(phrases)
+
+
+def scenes(digits, count, objects=3, height=40, width=80, clutter=8,
+           fragment_size=8, gap=2, seed=0):
+    """Captioning scenes: `objects` real digits side by side at random
+    heights and spacings, among `clutter` fragments of other digits (as
+    `cluttered`'s), captioned left to right ("a three left of an eight
+    left of a one"). The ink boxes (each digit's middle 20x20) are at least
+    `gap` pixels apart across the width and fully on the canvas; the
+    28x28 digit around its box is clipped at the edges (its margin is
+    blank). Where things overlap the brighter pixel wins. Every scene's
+    digits and fragments come from `digits` (one split's). Deterministic
+    in `seed`.
+
+    Args:
+        digits: `Digits` to compose from.
+        count: N scenes.
+        objects: K >= 1 digits a scene.
+        height, width: the canvas, H >= 20 and W >= K * (20 + gap) - gap.
+        clutter: fragments a scene, >= 0.
+        fragment_size: a fragment's side, 1 .. 28.
+        gap: the least space between two ink boxes, >= 0.
+        seed: the scenes' random seed.
+
+    Returns:
+        `Scenes`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from keras_attention.data.mnist import Digits, scenes
+    >>> digits = Digits(np.full((4, 28, 28), 255, "uint8"), np.arange(4))
+    >>> made = scenes(digits, 2, objects=2, height=24, width=48, clutter=0)
+    >>> made.images.shape, made.labels.shape
+    ((2, 24, 48), (2, 2))
+    >>> made.captions[0] == scene_caption(made.labels[0])
+    True
+    """
+    count = _validation.positive_int("count", count)
+    objects = _validation.positive_int("objects", objects)
+    height = _validation.positive_int("height", height)
+    width = _validation.positive_int("width", width)
+    clutter = _validation.non_negative_int("clutter", clutter)
+    fragment_size = _validation.positive_int("fragment_size", fragment_size)
+    gap = _validation.non_negative_int("gap", gap)
+    if fragment_size > DIGIT_SIZE:
+        raise ValueError(f"`fragment_size` must be at most {DIGIT_SIZE}, "
+                         f"received: fragment_size={fragment_size}")
+    if height < INK:
+        raise ValueError(f"`height` must be at least {INK}, received: "
+                         f"height={height}")
+    least = objects * (INK + gap) - gap
+    if width < least:
+        raise ValueError(f"`width` must be at least {least} for {objects} "
+                         f"digits {gap} pixels apart, received: "
+                         f"width={width}")
+    if fragment_size > min(height, width):
+        raise ValueError(f"`fragment_size` must fit the canvas "
+                         f"({height}x{width}), received: "
+                         f"fragment_size={fragment_size}")
+    rng = np.random.default_rng(seed)
+    margin = (DIGIT_SIZE - INK) // 2
+    images = np.zeros((count, height, width), "uint8")  # (N, H, W)
+    labels = np.zeros((count, objects), "int64")
+    boxes = np.zeros((count, objects, 4), "int64")
+    for row in range(count):
+        chosen = rng.integers(0, len(digits), objects)
+        # The spare width, shared at random before, between and after.
+        spare = rng.multinomial(width - least,
+                                rng.dirichlet(np.ones(objects + 1)))
+        lefts = np.cumsum(spare[:objects]) + np.arange(objects) * (INK + gap)
+        tops = rng.integers(0, height - INK + 1, objects)
+        canvas = images[row]
+        for _ in range(clutter):
+            other = rng.integers(0, len(digits))
+            y, x = rng.integers(0, DIGIT_SIZE - fragment_size + 1, 2)
+            top = rng.integers(0, height - fragment_size + 1)
+            left = rng.integers(0, width - fragment_size + 1)
+            window = canvas[top:top + fragment_size, left:left + fragment_size]
+            np.maximum(window, digits.images[other, y:y + fragment_size,
+                                             x:x + fragment_size], out=window)
+        for index, top, left in zip(chosen, tops, lefts):
+            # The 28x28 digit around its ink box, clipped to the canvas.
+            y0, x0 = top - margin, left - margin
+            ys = slice(max(y0, 0), min(y0 + DIGIT_SIZE, height))
+            xs = slice(max(x0, 0), min(x0 + DIGIT_SIZE, width))
+            window = canvas[ys, xs]
+            np.maximum(window, digits.images[
+                index, ys.start - y0:ys.stop - y0,
+                xs.start - x0:xs.stop - x0], out=window)
+        labels[row] = digits.labels[chosen]
+        boxes[row] = [[top, left, INK, INK] for top, left in zip(tops, lefts)]
+    return Scenes(images.astype("float32") / 255.0,
+                  [scene_caption(row) for row in labels], labels, boxes)

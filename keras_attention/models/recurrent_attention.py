@@ -126,7 +126,8 @@ class RecurrentAttentionModel(keras.Model):
     - core: the paper's rectifier RNN for classification,
       `h_t = ReLU(Linear(h_{t−1}) + Linear(g_t))`, `h_{−1} = 0`;
     - location network (t < T−1):
-      `μ_t = tanh(Linear(stop_gradient(h_t)))` and the next location
+      `μ_t = tanh(Linear(stop_gradient(h_t)))` (`location_activation`:
+      the paper's is linear) and the next location
       `l_{t+1} = clip(μ_t + σ ε_t, −1, 1)`, `ε_t ~ N(0, I)`, a
       stop-gradient'ed sample (the paper's μ is linear; tanh keeps it on
       the image);
@@ -169,6 +170,10 @@ class RecurrentAttentionModel(keras.Model):
         stop_location_gradient: bool: the location network reads
             `stop_gradient(h_t)` (True) or `h_t` (False: REINFORCE trains
             the core and the glimpse network too).
+        location_activation: `"tanh"` (default: `μ_t` stays on the image)
+            or `"linear"` (the paper's linear `μ_t`; the location is the
+            sample clipped to the image, so a mean past the edge is not
+            stuck in a saturated tanh).
         seed: the seed of the training noise's `SeedGenerator` (None:
             from Keras's global seed).
 
@@ -212,6 +217,7 @@ class RecurrentAttentionModel(keras.Model):
         units=256,
         location_std=0.2,
         stop_location_gradient=True,
+        location_activation="tanh",
         seed=None,
         **kwargs,
     ):
@@ -234,6 +240,8 @@ class RecurrentAttentionModel(keras.Model):
                              "received: stop_location_gradient="
                              f"{stop_location_gradient!r}")
         self.stop_location_gradient = stop_location_gradient
+        self.location_activation = _validation.choice(
+            "location_activation", location_activation, ("tanh", "linear"))
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
@@ -250,7 +258,8 @@ class RecurrentAttentionModel(keras.Model):
                                       use_bias=False)
         self.core_input = dense(units, "core_input")
         self.core_state = dense(units, "core_state", use_bias=False)
-        self.location_head = dense(2, "location_head", activation="tanh")
+        self.location_head = dense(2, "location_head",
+                                   activation=location_activation)
         self.baseline_head = dense(1, "baseline_head")
         self.classifier = dense(num_classes, "classifier")
 
@@ -389,6 +398,7 @@ class RecurrentAttentionModel(keras.Model):
                 "units": self.units,
                 "location_std": self.location_std,
                 "stop_location_gradient": self.stop_location_gradient,
+                "location_activation": self.location_activation,
                 "seed": self.seed,
             }
         )

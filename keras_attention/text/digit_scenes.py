@@ -199,7 +199,8 @@ def generate_scenes(count, split="train", seed=0, small_probability=0.3,
 
 class CaptionVocabulary:
     """Caption words to ids and back: `<pad>` 0, `<s>` 1, `</s>` 2, then
-    every word of the captions' grammar, sorted.
+    every word of the captions' grammar, sorted. `max_words` is the longest
+    caption's length (8, the two-digit scenes').
 
     Example:
 
@@ -212,7 +213,8 @@ class CaptionVocabulary:
 
     pad_id, bos_id, eos_id = 0, 1, 2
 
-    def __init__(self):
+    def __init__(self, max_words=8):
+        self._max_words = _validation.positive_int("max_words", max_words)
         words = {"a", "an", "small", *DIGIT_WORDS}
         for relation in RELATIONS:
             words.update(relation.split())
@@ -224,8 +226,10 @@ class CaptionVocabulary:
 
     @property
     def max_words(self):
-        """The longest caption: "a small seven left of a small seven"."""
-        return 8
+        """The longest caption's words: 8 by default, "a small seven left
+        of a small seven" (`keras_attention.data.mnist.scenes` of three
+        digits need 10: "a seven left of a two left of a one")."""
+        return self._max_words
 
     def encode(self, text):
         """A caption's word ids (no `<s>`, no `</s>`)."""

@@ -213,6 +213,33 @@ def test_config_and_keras_serialization_round_trip(tmp_path):
                                model(IMAGES)["logits"], atol=1e-6)
 
 
+def test_the_papers_linear_mean_may_leave_the_image_the_glimpse_may_not():
+    """`location_activation="linear"`: μ is the location head's affine
+    output (the paper's), unbounded; the glimpse goes to the sample
+    clipped to [-1, 1]. tanh's μ stays inside."""
+    linear = tiny(location_activation="linear")
+    bounded = tiny(location_activation="tanh")
+    for model in (linear, bounded):
+        head = model.location_head
+        head.kernel.assign(np.full(head.kernel.shape, 0.5, "float32"))
+        head.bias.assign(np.array([3.0, -3.0], "float32"))
+    state = np.maximum(0.0, np.random.default_rng(3).normal(
+        size=(4, linear.units)))
+    np.testing.assert_allclose(
+        linear.location_head(state.astype("float32")),
+        state.sum(-1, keepdims=True) * 0.5 + [3.0, -3.0], atol=1e-5)
+    outputs = linear(IMAGES)
+    means = outputs["means"].numpy()
+    assert np.abs(means).max() > 1.0  # the mean leaves the image
+    np.testing.assert_allclose(outputs["locations"][:, 1:].numpy(),
+                               np.clip(means, -1.0, 1.0))
+    assert np.abs(bounded(IMAGES)["means"].numpy()).max() <= 1.0
+    config = linear.get_config()
+    assert config["location_activation"] == "linear"
+    assert RecurrentAttentionModel.from_config(
+        config).location_activation == "linear"
+
+
 def test_presets():
     assert set(PRESETS) == {"tiny", "small"}
     model = RecurrentAttentionModel.from_preset("small", num_glimpses=6)
@@ -228,7 +255,8 @@ def test_presets():
      ({"scale": 0}, "scale=0"),
      ({"units": 2.5}, "units=2.5"),
      ({"location_std": 0.0}, "location_std=0.0"),
-     ({"stop_location_gradient": 1}, "stop_location_gradient=1")],
+     ({"stop_location_gradient": 1}, "stop_location_gradient=1"),
+     ({"location_activation": "relu"}, "location_activation='relu'")],
 )
 def test_bad_arguments_name_themselves(options, message):
     with pytest.raises(ValueError, match=message):

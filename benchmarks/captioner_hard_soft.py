@@ -1,0 +1,549 @@
+"""Xu et al.'s soft against hard attention on captioned scenes of real
+digits: the same captioner, the same scenes, three seeds each.
+
+Paper rows (Xu, Ba, Kiros, Cho, Courville, Salakhutdinov, Zemel, Bengio,
+"Show, Attend and Tell", ICML 2015, Table 1, Flickr8k, BLEU-1/2/3/4 and
+METEOR): soft attention 67 / 44.8 / 29.9 / 19.5 / 18.93; hard attention
+67 / 45.7 / 31.4 / 21.3 / 20.30. Hard is ahead on BLEU-4 by 1.8.
+
+Data (`keras_attention.data.mnist.scenes`): the project's 10,000 real MNIST
+digits (`../shared/data/mnist10k`, or `--data`, or `$KERAS_ATTENTION_MNIST`),
+split once by `--split-seed` into 7,000 train, 1,000 validation and 2,000
+test digits. A scene is a 40x80 canvas with three digits side by side at
+random heights and spacings among eight 8x8 fragments of other digits (Mnih
+et al.'s clutter); its caption names them left to right: "a three left of
+an eight left of a one". Training scenes are composed afresh every epoch
+from the training digits; the validation and test scenes, from their own
+digits, are fixed. The epoch with the best validation BLEU is the one
+tested, once, with greedy and beam search.
+
+Model: `keras_attention.models.Captioner` (CNN of two 3x3 + pool stages of
+16 and 32 filters and a 3x3 convolution to 64, so 10x20 = 200 locations
+whose receptive field, 18 pixels, covers about one digit; LSTM of 64,
+additive attention of 32, deep output), trained with Adam (3e-3, a cosine
+to 0, gradients clipped at norm 5). `soft` reads the expected context;
+`hard` draws one location per word and learns its attention by REINFORCE
+with the paper's variance reduction: a moving-average baseline (decay
+0.9), the entropy bonus (λ_e 0.002) and half of the batches on the
+expected context (the authors' `semi_sampling_p`), λ_r 0.1. The hard model
+decodes with the expected context (the authors' sampler) and, in the same
+row, with the most likely location. The doubly stochastic penalty is off
+for both (λ = 0: 200 locations and 11 words cannot each be looked at about
+once). The rules with no weights: the training scenes' most frequent
+digit at each place, and that rule's caption.
+
+Backend: TensorFlow. On this CPU it trains 199 scenes/s against JAX's 79
+(the small captioner, batch 64, one core, `benchmarks/captioner_hard_soft
+.py --speed`).
+
+Run: `python benchmarks/captioner_hard_soft.py [--variants soft,hard]
+[--seeds 0,1,2] [--epochs E] [--parallel 2]`.
+"""
+
+import argparse
+import os
+import pathlib
+import re
+import statistics
+import sys
+import time
+
+import numpy as np
+
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+    "data") / "mnist10k"
+NAME = "captioner_hard_soft"
+PAPER = {  # Table 1, Flickr8k: BLEU-1..4, METEOR
+    "soft": {"bleu1": 67.0, "bleu2": 44.8, "bleu3": 29.9, "bleu4": 19.5,
+             "meteor": 18.93},
+    "hard": {"bleu1": 67.0, "bleu2": 45.7, "bleu3": 31.4, "bleu4": 21.3,
+             "meteor": 20.30},
+}
+VARIANTS = ("soft", "hard")
+LABELS = {"soft": "soft attention", "hard": "hard attention, REINFORCE"}
+SIZES = dict(filters=(16, 32), feature_dim=64, embedding_dim=64, units=64,
+             attention_units=32, dropout=0.1)
+FLAGS = {"--append", "--speed"}
+DATA_NOTE = ("40x80 scenes of three mnist10k digits and 8 clutter "
+             "fragments (7,000 train digits, not Flickr8k's photographs)")
+
+
+def parser():
+    p = argparse.ArgumentParser(
+        description="Soft against hard attention (Xu et al. 2015) on "
+                    "captioned scenes of real digits")
+    p.add_argument("--data", default=None,
+                   help="the MNIST .npz or its folder (default: "
+                        "$KERAS_ATTENTION_MNIST, else ../shared/data/mnist10k)")
+    p.add_argument("--variants", default="soft,hard",
+                   help=f"comma-separated, of {', '.join(VARIANTS)}")
+    p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("--scenes", type=int, default=12000,
+                   help="training scenes composed each epoch")
+    p.add_argument("--validation-scenes", type=int, default=1000)
+    p.add_argument("--test-scenes", type=int, default=2000)
+    p.add_argument("--objects", type=int, default=3, help="digits a scene")
+    p.add_argument("--clutter", type=int, default=8,
+                   help="8x8 fragments a scene")
+    p.add_argument("--coordinates", type=int, default=1, choices=(0, 1),
+                   help="1: give the CNN each pixel's row and column as two "
+                        "more channels (CoordConv); 0: the ink alone")
+    p.add_argument("--batch-size", type=int, default=64)
+    p.add_argument("--learning-rate", type=float, default=3e-3)
+    p.add_argument("--reinforce-weight", type=float, default=0.1,
+                   help="hard: λ_r")
+    p.add_argument("--entropy-weight", type=float, default=0.002,
+                   help="hard: λ_e")
+    p.add_argument("--beam-size", type=int, default=3)
+    p.add_argument("--variance-draws", type=int, default=16,
+                   help="hard: location samples for the REINFORCE "
+                        "gradient's variance before and after training "
+                        "(0: skip)")
+    p.add_argument("--validation", type=int, default=1000,
+                   help="validation digits of the split")
+    p.add_argument("--test", type=int, default=2000,
+                   help="test digits of the split")
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--parallel", type=int, default=1,
+                   help="runs at once, each in its own process pinned to "
+                        "a core")
+    p.add_argument("--logs", default="runs/captioner_hard_soft",
+                   help="folder of the parallel runs' logs")
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's")
+    p.add_argument("--speed", action="store_true",
+                   help="train nothing: time a soft and a hard training "
+                        "step (scenes/s) on this backend")
+    p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--results-dir", default=None)
+    p.add_argument("--results-name", default=None)
+    return p
+
+
+def finish_arguments(p, args):
+    """Check every value; a mistake is one line through `p.error`."""
+    for flag in ("epochs", "scenes", "validation_scenes", "test_scenes",
+                 "objects", "batch_size", "learning_rate", "beam_size",
+                 "parallel"):
+        if getattr(args, flag) <= 0:
+            p.error(f"--{flag.replace('_', '-')} must be positive, "
+                    f"received: {getattr(args, flag)!r}")
+    for flag in ("clutter", "reinforce_weight", "entropy_weight",
+                 "variance_draws"):
+        if getattr(args, flag) < 0:
+            p.error(f"--{flag.replace('_', '-')} must be >= 0, "
+                    f"received: {getattr(args, flag)!r}")
+    if args.variance_draws == 1:
+        p.error("--variance-draws must be 0 or at least 2, received: 1")
+    if args.objects > 3:
+        p.error(f"--objects must be at most 3 on the 80-pixel-wide "
+                f"canvas, received: {args.objects}")
+    import harness
+
+    return harness.variants_and_seeds(p, args, VARIANTS)
+
+
+"""
+## Data and the rules with no weights
+"""
+
+
+def load(args, p):
+    """The split's digits and the fixed validation and test scenes; a bad
+    data path is one line."""
+    from keras_attention.data import mnist
+
+    path = args.data or os.environ.get(mnist.MNIST_VARIABLE)
+    if not path and PROJECT_DATA.is_dir():
+        path = PROJECT_DATA
+    try:
+        digits = mnist.split(mnist.load_mnist(path), args.split_seed,
+                             args.validation, args.test)
+    except (FileNotFoundError, ValueError) as error:
+        p.error(str(error).strip("'\""))
+    return {
+        "digits": digits,
+        "validation": mnist.scenes(digits["validation"],
+                                   args.validation_scenes, seed=20_001,
+                                   **scene_options(args)),
+        "test": mnist.scenes(digits["test"], args.test_scenes, seed=20_002,
+                             **scene_options(args)),
+    }
+
+
+def scene_options(args):
+    return dict(objects=args.objects, clutter=args.clutter)
+
+
+def caption_digits(caption):
+    """The digit words of a caption, in order, as values."""
+    from keras_attention.data.mnist import DIGIT_WORDS
+
+    return [DIGIT_WORDS.index(word) for word in caption.split()
+            if word in DIGIT_WORDS]
+
+
+def scores(hypotheses, scenes):
+    """Corpus BLEU-4 (sacreBLEU), exact match and the share of digits
+    named right at their place."""
+    from keras_attention.training.bleu import corpus_bleu
+
+    right = 0
+    for hypothesis, labels in zip(hypotheses, scenes.labels):
+        said = caption_digits(hypothesis)
+        right += sum(int(k < len(said) and said[k] == label)
+                     for k, label in enumerate(labels))
+    return {"bleu": corpus_bleu(hypotheses, scenes.captions)[0],
+            "exact": float(np.mean([h == r for h, r in
+                                    zip(hypotheses, scenes.captions)])),
+            "digits": right / scenes.labels.size}
+
+
+def frequent_digits_rule(train_scenes, test_scenes):
+    """The rule with no weights: at each place, the training scenes' most
+    frequent digit; its caption, scored on `test_scenes`."""
+    from keras_attention.data.mnist import scene_caption
+
+    rule = [int(np.bincount(column, minlength=10).argmax())
+            for column in train_scenes.labels.T]
+    caption = scene_caption(rule)
+    return {"caption": caption,
+            **scores([caption] * len(test_scenes.captions), test_scenes)}
+
+
+"""
+## Model, training, decoding
+"""
+
+
+def build(variant, args, seed, steps, vocabulary):
+    import keras
+
+    from keras_attention.models.captioner import Captioner
+    from keras_attention.training.losses import MaskedCrossentropy
+
+    keras.utils.set_random_seed(seed)
+    model = Captioner(len(vocabulary), **SIZES, doubly_stochastic=0.0,
+                      attention=variant, seed=seed,
+                      reinforce_weight=args.reinforce_weight,
+                      entropy_weight=args.entropy_weight)
+    schedule = keras.optimizers.schedules.CosineDecay(args.learning_rate,
+                                                      steps)
+    model.compile(optimizer=keras.optimizers.Adam(schedule, clipnorm=5.0),
+                  loss=MaskedCrossentropy())
+    return model
+
+
+def pixels(images, coordinates):
+    """`(N, H, W)` ink, or with `coordinates` `(N, H, W, 3)`: the ink, then
+    each pixel's row and column scaled to [0, 1] (CoordConv): a small
+    CNN's features cannot otherwise tell where on the canvas they are,
+    and "left of" is a place."""
+    if not coordinates:
+        return images
+    count, height, width = images.shape
+    rows = np.broadcast_to(np.linspace(0, 1, height, dtype="float32")[:, None],
+                           (height, width))
+    columns = np.broadcast_to(np.linspace(0, 1, width, dtype="float32"),
+                              (height, width))
+    grid = np.broadcast_to(np.stack([rows, columns], -1),
+                           (count, height, width, 2))
+    return np.concatenate([images[..., None], grid], axis=-1)
+
+
+def inputs_of(scenes, vocabulary, coordinates=1):
+    tokens, targets = vocabulary.teacher_forcing(scenes.captions)
+    # A hard model's reward is the caption's likelihood: its inputs carry
+    # the labels (a soft model ignores them).
+    return {"images": pixels(scenes.images, coordinates),
+            "decoder_tokens": tokens, "targets": targets}, targets
+
+
+def decoder(model, vocabulary, shape, beam_size=None):
+    import tensorflow as tf
+
+    from keras_attention import decoding
+
+    ids = dict(bos_id=vocabulary.bos_id, eos_id=vocabulary.eos_id,
+               output_lengths=vocabulary.max_words + 1)
+
+    @tf.function(input_signature=[tf.TensorSpec((None, *shape), tf.float32)])
+    def decode(images):
+        if beam_size:
+            found = decoding.beam_search_decode(model, images,
+                                                beam_size=beam_size, **ids)
+        else:
+            found = decoding.greedy_decode(model, images, **ids)
+        # Greedy gives (tokens, attention); beam search the tokens.
+        return found[0] if isinstance(found, tuple) else found
+
+    def caption_all(images, batch=500):
+        captions = []
+        for start in range(0, len(images), batch):
+            tokens = decode(images[start:start + batch]).numpy()
+            captions += [vocabulary.decode(row) for row in tokens]
+        return captions
+
+    return caption_all
+
+
+def argmax_twin(model, sample):
+    """The hard model's weights, decoding with the most likely location."""
+    from keras_attention.models.captioner import Captioner
+
+    twin = Captioner.from_config({**model.get_config(),
+                                  "hard_decoding": "argmax"})
+    twin(sample)
+    twin.set_weights(model.get_weights())
+    return twin
+
+
+def variance(model, inputs, targets, draws):
+    from keras_attention.training.reinforce_variance import (
+        reinforce_gradient_variance)
+
+    return reinforce_gradient_variance(
+        model, inputs["images"][:64], inputs["decoder_tokens"][:64],
+        targets[:64], draws)
+
+
+def train_run(variant, seed, args, data):
+    """Train one model, select its epoch on validation BLEU, test it."""
+    import harness
+    from keras_attention.data import mnist
+    from keras_attention.text.digit_scenes import CaptionVocabulary
+
+    vocabulary = CaptionVocabulary(max_words=4 * args.objects - 2)
+    shape = pixels(data["test"].images[:1], args.coordinates).shape[1:]
+    steps = args.epochs * -(-args.scenes // args.batch_size)
+    model = build(variant, args, seed, steps, vocabulary)
+    validation_inputs, _ = inputs_of(data["validation"], vocabulary,
+                                     args.coordinates)
+    validation_images = validation_inputs["images"]
+    test_images = pixels(data["test"].images, args.coordinates)
+    model({key: value[:2] for key, value in validation_inputs.items()
+           if key != "targets"})
+    before = None
+    if variant == "hard" and args.variance_draws:
+        probe = mnist.scenes(data["digits"]["train"], 64, seed=30_000 + seed,
+                             **scene_options(args))
+        before = variance(model, *inputs_of(probe, vocabulary,
+                                            args.coordinates),
+                          args.variance_draws)
+    greedy = decoder(model, vocabulary, shape)
+    curve, best, best_weights, seconds = [], -1.0, None, 0.0
+    for epoch in range(args.epochs):
+        scenes = mnist.scenes(data["digits"]["train"], args.scenes,
+                              seed=1_000 * seed + epoch,
+                              **scene_options(args))
+        inputs, targets = inputs_of(scenes, vocabulary, args.coordinates)
+        start = time.perf_counter()
+        history = model.fit(inputs, targets, batch_size=args.batch_size,
+                            epochs=1, verbose=0, shuffle=True)
+        seconds += time.perf_counter() - start
+        found = scores(greedy(validation_images), data["validation"])
+        curve.append(round(found["bleu"], 2))
+        if found["bleu"] > best:
+            best, best_epoch = found["bleu"], epoch + 1
+            best_weights = model.get_weights()
+        if args.verbose:
+            print(f"{variant} seed {seed} epoch {epoch + 1}: loss "
+                  f"{history.history['loss'][-1]:.3f}, validation BLEU "
+                  f"{found['bleu']:.2f}, exact {found['exact']:.1%}, digits "
+                  f"{found['digits']:.1%} ({seconds:.0f} s)", flush=True)
+    model.set_weights(best_weights)
+    test = data["test"]
+    row = {
+        "variant": variant, "label": LABELS[variant], "seed": seed,
+        "epochs": args.epochs, "best_epoch": best_epoch,
+        "validation_bleu": best, "validation_curve": curve,
+        "greedy": scores(greedy(test_images), test),
+        f"beam{args.beam_size}": scores(
+            decoder(model, vocabulary, shape, args.beam_size)(test_images),
+            test),
+    }
+    if variant == "hard":
+        twin = argmax_twin(model, {key: value[:2] for key, value in
+                                   validation_inputs.items()
+                                   if key != "targets"})
+        row["greedy_argmax"] = scores(
+            decoder(twin, vocabulary, shape)(test_images), test)
+        if before is not None:
+            row["variance"] = {"before": before, "after": variance(
+                model, *inputs_of(probe, vocabulary, args.coordinates),
+                args.variance_draws)}
+    row.update({
+        "test_bleu": row[f"beam{args.beam_size}"]["bleu"],
+        "train_seconds": round(seconds, 1),
+        "scenes_per_second": round(args.epochs * args.scenes / seconds, 1),
+        "weights": int(model.count_params()),
+        "cpu": harness.machine()["cpu"],
+    })
+    if args.verbose:
+        print(f"{variant} seed {seed}: test BLEU (beam {args.beam_size}) "
+              f"{row['test_bleu']:.2f}, epoch {best_epoch}, "
+              f"{row['scenes_per_second']:.0f} scenes/s", flush=True)
+    return row
+
+
+"""
+## Summary and the paper's claim
+"""
+
+
+def summary(rows, beam_size=3):
+    """Per variant: mean and spread (sample standard deviation) over seeds
+    of the test BLEU-4 (beam), exact match and digits right."""
+    out = {}
+    for variant in dict.fromkeys(row["variant"] for row in rows):
+        runs = [row for row in rows if row["variant"] == variant]
+        figures = {"label": LABELS[variant], "seeds": len(runs),
+                   "paper_bleu4": PAPER[variant]["bleu4"]}
+        for key, pick in (("bleu", lambda r: r["test_bleu"]),
+                          ("greedy_bleu", lambda r: r["greedy"]["bleu"]),
+                          ("exact", lambda r: 100 * r["greedy"]["exact"]),
+                          ("digits", lambda r: 100 * r["greedy"]["digits"])):
+            values = [pick(row) for row in runs]
+            figures[f"{key}_mean"] = statistics.fmean(values)
+            figures[f"{key}_std"] = (statistics.stdev(values)
+                                     if len(values) > 1 else 0.0)
+        out[variant] = figures
+    return out
+
+
+def claims(rows, command):
+    """For the Reproductions page: hard against soft on BLEU-4 (yes: hard
+    ahead by more than the seeds' spread, as the paper; partly: within a
+    BLEU of soft, the issue's target; else no)."""
+    found = summary(rows)
+    if not {"soft", "hard"} <= set(found):
+        return []
+    soft, hard = found["soft"], found["hard"]
+    spread = max(soft["bleu_std"], hard["bleu_std"])
+    gap = hard["bleu_mean"] - soft["bleu_mean"]
+    verdict = ("yes" if gap > spread else "partly" if gap >= -1.0 else "no")
+    return [{
+        "paper": "Xu et al. 2015", "table": "Table 1 (Flickr8k)",
+        "claim": "hard attention ahead of soft attention, BLEU-4",
+        "theirs": f"{PAPER['hard']['bleu4']} vs {PAPER['soft']['bleu4']}",
+        "ours": f"{hard['bleu_mean']:.2f} ± {hard['bleu_std']:.2f} vs "
+                f"{soft['bleu_mean']:.2f} ± {soft['bleu_std']:.2f}",
+        "reproduced": verdict,
+        "seeds": min(soft["seeds"], hard["seeds"]),
+        "data": DATA_NOTE, "command": command}]
+
+
+def speed(args, data):
+    """Scenes per second of a soft and a hard training step here."""
+    from keras_attention.data import mnist
+    from keras_attention.text.digit_scenes import CaptionVocabulary
+
+    vocabulary = CaptionVocabulary(max_words=4 * args.objects - 2)
+    scenes = mnist.scenes(data["digits"]["train"], 1024, seed=0,
+                          **scene_options(args))
+    inputs, targets = inputs_of(scenes, vocabulary, args.coordinates)
+    found = {}
+    for variant in args.variant_list:
+        model = build(variant, args, 0, 100, vocabulary)
+        model.fit(inputs, targets, batch_size=args.batch_size, epochs=1,
+                  verbose=0)
+        start = time.perf_counter()
+        model.fit(inputs, targets, batch_size=args.batch_size, epochs=2,
+                  verbose=0)
+        found[variant] = 2 * len(scenes.captions) / (time.perf_counter()
+                                                     - start)
+        print(f"{variant}: {found[variant]:.0f} scenes/s", flush=True)
+    return found
+
+
+def main(argv=None):
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+    import harness
+
+    p = parser()
+    given = sys.argv[1:] if argv is None else list(argv)
+    args = p.parse_args(given)
+    finish_arguments(p, args)
+    data = load(args, p)
+    import keras
+
+    print(f"machine: {harness.machine()}")
+    if args.speed:
+        return speed(args, data)
+    name = args.results_name or NAME
+    print(f"digits: {', '.join(f'{len(d)} {k}' for k, d in data['digits'].items())}"
+          f" (of the 10,000 in mnist10k)", flush=True)
+    rule = frequent_digits_rule(
+        __import__("keras_attention.data.mnist", fromlist=["scenes"]).scenes(
+            data["digits"]["train"], args.scenes, seed=0,
+            **scene_options(args)), data["test"])
+    print(f"no weights: always {rule['caption']!r}: BLEU {rule['bleu']:.2f}, "
+          f"exact {rule['exact']:.1%}, digits {rule['digits']:.1%}",
+          flush=True)
+    earlier, commands = harness.earlier_results(name, args.results_dir,
+                                                args.append)
+    jobs = [(variant, seed) for variant in args.variant_list
+            for seed in args.seed_list]
+    rows = []
+    if args.parallel > 1 and len(jobs) > 1:
+        common = harness.strip_options(
+            given, {"--variants", "--seeds", "--parallel", "--results-dir",
+                    "--results-name", "--append"}, FLAGS)
+        for found in harness.run_pinned(
+                pathlib.Path(__file__).resolve(),
+                [(f"{variant}_seed{seed}",
+                  [*common, "--variants", variant, "--seeds", str(seed)])
+                 for variant, seed in jobs], args.parallel, args.logs):
+            rows.extend(found)
+    else:
+        for variant, seed in jobs:
+            rows.append(train_run(variant, seed, args, data))
+    all_rows = earlier + rows
+    print(f"\n{'model':<30} {'seed':>4} {'BLEU beam':>9} {'greedy':>7} "
+          f"{'exact':>6} {'digits':>6} {'epoch':>5} {'scenes/s':>8}")
+    for row in rows:
+        print(f"{row['label']:<30} {row['seed']:>4} {row['test_bleu']:>9.2f} "
+              f"{row['greedy']['bleu']:>7.2f} {row['greedy']['exact']:>6.1%} "
+              f"{row['greedy']['digits']:>6.1%} {row['best_epoch']:>5} "
+              f"{row['scenes_per_second']:>8.0f}")
+        if "greedy_argmax" in row:
+            print(f"{'  decoding the argmax location':<30} {'':>4} {'':>9} "
+                  f"{row['greedy_argmax']['bleu']:>7.2f} "
+                  f"{row['greedy_argmax']['exact']:>6.1%} "
+                  f"{row['greedy_argmax']['digits']:>6.1%}")
+        for when, figures in row.get("variance", {}).items():
+            print(f"  REINFORCE gradient variance {when} training: "
+                  f"{figures['baseline']:.3g} with the baseline, "
+                  f"{figures['none']:.3g} without "
+                  f"({figures['none'] / figures['baseline']:.1f}x)")
+    print(f"{'most frequent digits (no weights)':<30} {'':>4} "
+          f"{rule['bleu']:>9.2f} {rule['bleu']:>7.2f} {rule['exact']:>6.1%} "
+          f"{rule['digits']:>6.1%}")
+    for figures in summary(all_rows).values():
+        print(f"{figures['label']}: BLEU-4 {figures['bleu_mean']:.2f} ± "
+              f"{figures['bleu_std']:.2f} over {figures['seeds']} seed(s) "
+              f"(Xu et al. Flickr8k: {figures['paper_bleu4']})")
+    command = " ; ".join(commands + [harness.command_line()])
+    harness.write_results(
+        name, all_rows, directory=args.results_dir,
+        commands=commands + [harness.command_line()],
+        summary=summary(all_rows), claims=claims(all_rows, command),
+        paper={"source": "Xu et al. 2015, Show, Attend and Tell, Table 1 "
+                         "(Flickr8k, BLEU-1..4, METEOR)",
+               "rows": [{"model": f"{variant} attention", **figures}
+                        for variant, figures in PAPER.items()]},
+        baselines={"frequent_digits": rule},
+        settings={key: value for key, value in vars(args).items()
+                  if key not in ("variant_list", "seed_list", "data")},
+        sizes={key: list(value) if isinstance(value, tuple) else value
+               for key, value in SIZES.items()},
+        data={"digits": {k: len(d) for k, d in data["digits"].items()},
+              "source": "mnist10k (10,000 MNIST digits, not 70,000)",
+              "scenes": DATA_NOTE, "split_seed": args.split_seed})
+    del keras
+    return all_rows
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""benchmarks/captioner_hard_soft.py: a tiny run on made-up digits trains a
+soft and a hard captioner, selects each on validation BLEU, tests once
+with greedy and beam search (and the hard model's argmax location),
+prints the rule with no weights beside them, measures the estimator's
+variance, writes the paper's rows and the claim; the scorer counts digits
+at their place; mistakes are one line."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from keras_attention.data import mnist
+from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import load_script
+from tests.test_benchmarks_summary import run_benchmark
+
+
+@pytest.fixture
+def digits(tmp_path):
+    rng = np.random.default_rng(0)
+    path = tmp_path / "mnist10k.npz"
+    np.savez(path, x=rng.integers(0, 256, (90, 28, 28)).astype("uint8"),
+             y=(np.arange(90) % 10).astype("uint8"))
+    return path
+
+
+def test_scores_count_digits_at_their_place(monkeypatch):
+    script = load_script("captioner_hard_soft", monkeypatch)
+    scenes = mnist.Scenes(np.zeros((2, 4, 4)), [
+        "a one left of a two left of a three",
+        "an eight left of a zero left of a nine"],
+        np.array([[1, 2, 3], [8, 0, 9]]), np.zeros((2, 3, 4)))
+    found = script.scores(["a one left of a two left of a three",
+                           "an eight left of a nine"], scenes)
+    assert found["exact"] == 0.5
+    assert found["digits"] == pytest.approx(4 / 6)  # 8 and 9 misplaced: 1
+    assert 0 < found["bleu"] < 100
+    rule = script.frequent_digits_rule(scenes, scenes)
+    assert rule["caption"] == "a one left of a zero left of a three"
+    assert rule["digits"] == pytest.approx(3 / 6)
+
+
+def test_coordinates_are_two_more_channels(monkeypatch):
+    script = load_script("captioner_hard_soft", monkeypatch)
+    images = np.random.default_rng(0).random((2, 3, 5)).astype("float32")
+    found = script.pixels(images, 1)
+    assert found.shape == (2, 3, 5, 3)
+    np.testing.assert_array_equal(found[..., 0], images)
+    np.testing.assert_allclose(found[1, :, 0, 1], [0.0, 0.5, 1.0])
+    np.testing.assert_allclose(found[0, 2, :, 2], [0, 0.25, 0.5, 0.75, 1])
+    assert script.pixels(images, 0) is images
+
+
+def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
+                                                 monkeypatch):
+    stdout, record = run_benchmark(
+        "captioner_hard_soft.py", tmp_path / "results", "--data",
+        str(digits), "--epochs", "2", "--scenes", "96",
+        "--validation-scenes", "20", "--test-scenes", "30", "--validation",
+        "20", "--test", "20", "--batch-size", "32", "--variance-draws", "2",
+        "--verbose", "0", "--seeds", "0", timeout=600)
+    rows = record["rows"]
+    assert [(row["variant"], row["seed"]) for row in rows] == [
+        ("soft", 0), ("hard", 0)]
+    for row in rows:
+        assert row["epochs"] == 2 and len(row["validation_curve"]) == 2
+        assert row["validation_bleu"] == pytest.approx(
+            max(row["validation_curve"]), abs=0.01)
+        assert row["test_bleu"] == row["beam3"]["bleu"]
+        for key in ("greedy", "beam3"):
+            assert 0 <= row[key]["exact"] <= 1
+            assert 0 <= row[key]["digits"] <= 1
+        assert row["scenes_per_second"] > 0 and row["cpu"]
+    soft, hard = rows
+    assert "greedy_argmax" in hard and "greedy_argmax" not in soft
+    for when in ("before", "after"):
+        figures = hard["variance"][when]
+        assert figures["none"] > 0 and figures["baseline"] > 0
+    summary = record["summary"]
+    assert summary["soft"]["bleu_mean"] == pytest.approx(soft["test_bleu"])
+    assert summary["hard"]["paper_bleu4"] == 21.3
+    assert record["baselines"]["frequent_digits"]["digits"] < 0.5
+    assert "no weights" in stdout
+    [claim] = record["claims"]
+    assert claim["theirs"] == "21.3 vs 19.5"
+    assert claim["reproduced"] in ("yes", "partly", "no")
+    assert record["data"]["digits"] == {"test": 20, "validation": 20,
+                                        "train": 50}
+    page = "\n".join(load_script("summary", monkeypatch).render(record))
+    assert "| soft attention (`soft`) | 1 | **" in page
+    assert "no weights" in page and "| 21.3 |" in page
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--epochs", "0"], "--epochs must be positive, received: 0"),
+    (["--variants", "firm"], "--variants must name some of soft, hard"),
+    (["--objects", "4"], "--objects must be at most 3"),
+    (["--variance-draws", "1"], "--variance-draws must be 0 or at least 2"),
+    (["--data", "/nowhere/mnist.npz"], "/nowhere"),
+])
+def test_mistakes_are_one_line(arguments, message):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "captioner_hard_soft.py"),
+         *arguments], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr and "Traceback" not in result.stderr
