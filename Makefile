@@ -5,7 +5,16 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 TORCH_STAMP := $(VENV)/.installed-torch
+# TensorFlow's C++ log lines: the tests hide info and warnings (2); the
+# demo and the benchmarks, whose first screen a newcomer reads, hide the
+# error-level start-up lines too (3: `failed call to cuInit` on a machine
+# without a GPU), as the command line does. A level set in the environment
+# or on make's command line wins everywhere.
+TF_LOG_LEVEL_FROM_USER := $(filter environment command line,$(origin TF_CPP_MIN_LOG_LEVEL))
 export TF_CPP_MIN_LOG_LEVEL ?= 2
+ifeq ($(TF_LOG_LEVEL_FROM_USER),)
+demo bench bench-attention bench-serving bench-translator: export TF_CPP_MIN_LOG_LEVEL := 3
+endif
 
 .PHONY: fashion-mnist install demo test test-jax test-torch test-serving docs docs-serve lint bench bench-translator bench-serving bench-attention clean
 
