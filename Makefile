@@ -20,9 +20,12 @@ endif
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml
+# The suite runs on the oldest TensorFlow of pyproject.toml's ranges
+# (.ci/oldest.txt); the packaging test installs the wheel with the newest.
+OLDEST := .ci/oldest.txt
+$(STAMP): pyproject.toml $(OLDEST)
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev]" -c $(OLDEST)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -42,7 +45,7 @@ test-jax: $(STAMP)
 # (about 5 GB installed, 40 s from a local mirror), so it is an extra of
 # its own, installed the first time this target runs.
 $(TORCH_STAMP): $(STAMP)
-	$(PY) -m pip install --quiet -e ".[dev,torch]"
+	$(PY) -m pip install --quiet -e ".[dev,torch]" -c $(OLDEST)
 	touch $(TORCH_STAMP)
 
 test-torch: $(TORCH_STAMP)
