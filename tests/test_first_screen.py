@@ -153,3 +153,40 @@ def test_entry_points_quiet_tensorflow_before_loading_it(folder):
                 break
     assert not late, ("imports that may load TensorFlow before "
                       f"quiet_tensorflow(): {late}")
+
+
+FAKE_TENSORFLOW = """
+import os
+os.write(2, b"WARNING: All log messages before absl::InitializeLog() is "
+            b"called are written to STDERR\\n"
+            b"I0000 00:00:1795831243.123778   32248 port.cc:153] oneDNN\\n"
+            b"E0000 00:00:1795831243.123779   32248 x.cc:7] kept: an error\\n"
+            b"not a log line: kept\\n")
+raise ImportError("the fake TensorFlow fails to load")
+"""
+
+
+def test_the_first_import_passes_on_all_but_the_hidden_lines(tmp_path):
+    """A stand-in `tensorflow` package that writes TensorFlow 2.21's
+    first lines to file descriptor 2 and fails: at level 2 the info line
+    and absl's notice are dropped, the error line, a plain line and the
+    ImportError reach the user."""
+    (tmp_path / "tensorflow").mkdir()
+    (tmp_path / "tensorflow" / "__init__.py").write_text(FAKE_TENSORFLOW)
+    code = ("from keras_attention.logs import quiet_tensorflow\n"
+            "quiet_tensorflow()\n"
+            "try:\n"
+            "    import tensorflow\n"
+            "except ImportError as error:\n"
+            "    print('raised:', error)\n")
+    environment = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
+                       PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                                   str(REPO_ROOT)]))
+    result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path,
+                            env=environment, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "raised: the fake TensorFlow fails to load\n"
+    assert result.stderr.splitlines() == [
+        "E0000 00:00:1795831243.123779   32248 x.cc:7] kept: an error",
+        "not a log line: kept"], result.stderr
