@@ -84,8 +84,6 @@ import subprocess
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 import harness  # noqa: E402
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

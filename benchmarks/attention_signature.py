@@ -22,10 +22,7 @@ smoke run, written as `..._quick.json`).
 """
 
 import argparse
-import os
 import tempfile
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import harness  # noqa: E402
 import numpy as np  # noqa: E402

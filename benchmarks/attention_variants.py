@@ -24,11 +24,8 @@ cores); `--quick` (T=256 and 512, cache 512) checks that it works.
 """
 
 import argparse
-import os
 
 import harness
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 BATCH, HEADS, HEAD_SIZE = 1, 8, 64
 MODEL_DIM = HEADS * HEAD_SIZE

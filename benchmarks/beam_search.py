@@ -28,8 +28,6 @@ import os
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402

@@ -15,6 +15,11 @@ Results: `write_results(name, rows)` writes `benchmarks/results/NAME.json`
 
 Works under any Keras backend: it imports TensorFlow or JAX only when that
 is the backend in use.
+
+Start-up logs: importing this module calls
+`keras_attention.logs.quiet_tensorflow()`, so a benchmark that imports it
+before Keras or TensorFlow starts without TensorFlow's log lines (set
+TF_CPP_MIN_LOG_LEVEL to see them).
 """
 
 import datetime
@@ -27,6 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
+
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before any benchmark loads TensorFlow
 
 RESULTS_DIR = pathlib.Path(__file__).parent / "results"
 CPU_FLAGS = ("avx2", "fma", "avx512f", "avx512_bf16", "avx512_vnni",

@@ -27,9 +27,6 @@ gpu` (KerasHub rows are skipped where keras_hub is not installed).
 """
 
 import argparse
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import harness  # noqa: E402
 import keras  # noqa: E402

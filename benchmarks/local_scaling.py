@@ -14,9 +14,6 @@ Run: `python benchmarks/local_scaling.py [--lengths 8192 65536]`.
 """
 
 import argparse
-import os
-
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import harness  # noqa: E402
 import numpy as np  # noqa: E402

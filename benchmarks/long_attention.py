@@ -44,8 +44,6 @@ import time
 
 import harness
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 BATCH, HEADS, HEAD_SIZE = 1, 8, 64
 MODEL_DIM = HEADS * HEAD_SIZE
 CANDIDATES = ("ours", "ours dense", "keras")

@@ -60,8 +60,6 @@ import time
 
 import harness
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 CANDIDATES = ("full-dense", "full", "local", "tdmca")
 NUM_LAYERS = 5
 NUM_KEYS = NUM_VALUES = 16

@@ -72,8 +72,6 @@ import statistics
 import sys
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 # The repository, for a machine where the package is not installed (a lent
 # GPU runs the script from a copy of the working tree).

@@ -35,7 +35,7 @@ CANDIDATES = (("tensorflow", "float32", 0), ("jax", "float32", 0),
 def worker(backend, policy, args):
     """In a fresh process: tokens/s of `--steps` training steps."""
     os.environ["KERAS_BACKEND"] = backend
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import harness  # noqa: F401  (quiets TensorFlow's start-up logs)
     import keras
     import music_transformer_jsb as jsb
     import numpy as np

@@ -24,14 +24,12 @@ import argparse
 import asyncio
 import json
 import math
-import os
 import pathlib
 import statistics
 import sys
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import aiohttp  # noqa: E402

@@ -20,7 +20,6 @@ Prints a table and writes `benchmarks/results/serving_warmup.json`
 
 import argparse
 import json
-import os
 import pathlib
 import statistics
 import sys
@@ -28,7 +27,6 @@ import tempfile
 import time
 import urllib.request
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import harness  # noqa: E402

@@ -34,8 +34,6 @@ import os
 import tempfile
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
 import harness  # noqa: E402
 import keras  # noqa: E402
 import keras_hub  # noqa: E402

@@ -31,11 +31,12 @@ minutes on 2 CPU cores >= 35 for the Transformer, >= 30 for the RNN.
 """
 
 import argparse
-import os
 import pathlib
 import time
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402

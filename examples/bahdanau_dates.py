@@ -18,6 +18,10 @@ import argparse
 import datetime
 import random
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import numpy as np
 from keras import ops

@@ -27,6 +27,10 @@ embedded corpus instead).
 
 import argparse
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import numpy as np
 
 from keras_attention.text import load_corpus

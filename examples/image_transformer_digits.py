@@ -46,6 +46,10 @@ Run: `python examples/image_transformer_digits.py [--epochs N]
 import argparse
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import numpy as np
 from matplotlib.figure import Figure

@@ -22,6 +22,10 @@ Run: `python examples/memory_network_babi.py [--task 2] [--epochs E]
 import argparse
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import numpy as np
 

@@ -24,6 +24,10 @@ from `keras-attention train` or `examples/translate_multi30k.py`).
 
 import argparse
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import numpy as np
 
 from keras_attention.translator import Translator

@@ -38,6 +38,10 @@ Run: `python examples/relative_language_model.py [--steps N] [--seed S]`
 import argparse
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import numpy as np
 from keras import ops

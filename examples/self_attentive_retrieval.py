@@ -38,6 +38,10 @@ import os
 import pathlib
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import numpy as np
 from keras import ops

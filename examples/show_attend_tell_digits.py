@@ -27,6 +27,10 @@ import argparse
 import pathlib
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import numpy as np
 import tensorflow as tf

@@ -26,6 +26,10 @@ other CPUs it takes float32, about 2.3 times slower; `--epochs 1
 
 import argparse
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 from keras_attention.text import load_multi30k
 from keras_attention.training.precision import PRECISION_SETTINGS
 from keras_attention.translator import TrainingConfig

@@ -31,6 +31,10 @@ Run: `python examples/universal_transformer_babi.py [--task 2]
 import argparse
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import numpy as np
 

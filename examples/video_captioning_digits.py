@@ -23,6 +23,10 @@ import argparse
 import pathlib
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
+
 import keras
 import matplotlib.pyplot as plt
 import numpy as np

@@ -29,6 +29,10 @@ import subprocess
 import sys
 import time
 
+from keras_attention.logs import quiet_tensorflow
+
+quiet_tensorflow()  # before TensorFlow loads: the first screen is the demo's
+
 from keras_attention.text import load_corpus
 from keras_attention.translator import TrainingConfig
 from keras_attention.translator import train

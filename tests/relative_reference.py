@@ -62,15 +62,15 @@ def relative_attention(layer, inputs, padding_mask=None, causal=False,
     Returns `(output (B, T, D), weights (B, N, T, T))`.
     """
     def dense(projection, x, equation):
-        out = np.einsum(equation, x, np.array(projection.kernel))
-        return out + np.array(projection.bias) if layer.use_bias else out
+        out = np.einsum(equation, x, projection.kernel.numpy())
+        return out + projection.bias.numpy() if layer.use_bias else out
 
     query = dense(layer.query_dense, inputs, "btd,dnh->btnh")
     key = dense(layer.key_dense, inputs, "bsd,dnh->bsnh")
     value = dense(layer.value_dense, inputs, "bsd,dnv->bsnv")
     length = inputs.shape[1]
     logits = np.einsum("btnh,bsnh->bnts", query, key) + relative_logits(
-        query, np.array(layer.key_relative_embeddings), length, clip=clip)
+        query, layer.key_relative_embeddings.numpy(), length, clip=clip)
     logits /= np.sqrt(layer.key_dim)
     mask = np.ones((inputs.shape[0], 1, length, length), bool)
     if padding_mask is not None:
@@ -81,7 +81,7 @@ def relative_attention(layer, inputs, padding_mask=None, causal=False,
     context = np.einsum("bnts,bsnv->btnv", weights, value)
     if layer.relative_values:
         context += relative_values(
-            weights, np.array(layer.value_relative_embeddings), clip=clip)
+            weights, layer.value_relative_embeddings.numpy(), clip=clip)
     if layer.head_merge == "mean":
         output = dense(layer.output_dense, context.mean(2), "btv,vd->btd")
     else:

@@ -18,9 +18,6 @@ command, `progress` reports sentences per second, `errors` tells the
 user's mistakes from bugs. None of them imports TensorFlow when imported.
 """
 
-import logging
-import os
-
 from keras_attention.cli.commands import COMMANDS
 from keras_attention.cli.errors import PROG
 from keras_attention.cli.errors import UserError
@@ -29,21 +26,10 @@ from keras_attention.cli.parser import add_config_options
 from keras_attention.cli.parser import build_parser
 from keras_attention.cli.parser import config_from_arguments
 from keras_attention.cli.progress import Progress
+from keras_attention.logs import quiet_tensorflow
 
 __all__ = ["PROG", "Progress", "UserError", "add_config_options",
            "build_parser", "config_from_arguments", "main"]
-
-
-def _quiet_tensorflow(show_logs):
-    """Before TensorFlow loads: its C++ log lines (and the Python warnings
-    of TensorFlow and absl) are hidden unless asked for; a
-    TF_CPP_MIN_LOG_LEVEL already set is kept."""
-    if show_logs:
-        os.environ["TF_CPP_MIN_LOG_LEVEL"] = "0"
-        return
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-    for name in ("tensorflow", "absl"):
-        logging.getLogger(name).setLevel(logging.ERROR)
 
 
 def main(argv=None):
@@ -51,5 +37,5 @@ def main(argv=None):
     exit status: 0, or 2 after a mistake of the user printed as one line
     (argparse exits with 2 itself)."""
     args = build_parser().parse_args(argv)
-    _quiet_tensorflow(args.tensorflow_logs)
+    quiet_tensorflow(show_logs=args.tensorflow_logs)
     return run_command(COMMANDS[args.command], args)

@@ -69,7 +69,7 @@ def test_tied_and_shared_embeddings():
     assert not any("output_projection" in n for n in names)
     # Logits are the last hidden states times the embedding matrix.
     hidden = RNG.normal(size=(2, 3, 16)).astype("float32")
-    embeddings = np.array(tied.target_embedding.embeddings)
+    embeddings = keras.ops.convert_to_numpy(tied.target_embedding.embeddings)
     np.testing.assert_allclose(tied._logits(hidden), hidden @ embeddings.T,
                                atol=1e-5)
     assert tied.source_embedding is tied.target_embedding
@@ -200,9 +200,9 @@ def _softmax_of_one_head(layer, inputs, allowed, head=0):
     `MultiHeadSelfAttention` from its weights: inputs `(T, D)`, allowed
     `(T, T)` booleans."""
     def project(dense):
-        kernel = np.array(dense.kernel)
+        kernel = keras.ops.convert_to_numpy(dense.kernel)
         kernel = kernel.reshape(kernel.shape[0], -1, kernel.shape[-1])
-        bias = np.array(dense.bias).reshape(kernel.shape[1:])
+        bias = keras.ops.convert_to_numpy(dense.bias).reshape(kernel.shape[1:])
         return (np.einsum("td,dnh->tnh", inputs, kernel) + bias)[:, head]
     query, key = project(layer.query_dense), project(layer.key_dense)
     logits = query @ key.T / np.sqrt(query.shape[-1])  # (T, T)

@@ -20,6 +20,7 @@ does); the others use that folder.
 
 import contextlib
 import fcntl
+import json
 import os
 import pathlib
 import re
@@ -181,3 +182,42 @@ def remove_virtual_environment(directory):
                          stderr=subprocess.DEVNULL, start_new_session=True)
     except OSError:
         shutil.rmtree(directory, ignore_errors=True)
+
+
+# The packages whose versions a packaging environment reports.
+REPORTED = ("tensorflow", "tensorflow-text", "tensorflow-serving-api",
+            "keras", "jax", "jaxlib", "numpy", "protobuf")
+# `.ci/run` sets it: each environment appends its versions there, and the
+# run prints them (the versions of every stage, in the CI log).
+VERSIONS_LOG = "KERAS_ATTENTION_VERSIONS_LOG"
+
+_VERSIONS = """
+import importlib.metadata, json, sys
+found = {}
+for name in sys.argv[1:]:
+    try:
+        found[name] = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        pass
+print(json.dumps(found))
+"""
+
+
+def installed_versions(python, packages=REPORTED):
+    """{package: version} of `packages` installed for `python` (the absent
+    ones left out), read from their metadata: nothing is imported."""
+    result = run([python, "-c", _VERSIONS, *packages], cwd=REPO_ROOT,
+                 env=clean_environment(), timeout=60)
+    return json.loads(result.stdout.splitlines()[-1])
+
+
+def report_versions(stage, versions):
+    """Append `stage: name version, ...` to the file VERSIONS_LOG names,
+    where it is set."""
+    path = os.environ.get(VERSIONS_LOG)
+    if not path:
+        return
+    line = ", ".join(f"{name} {version}"
+                     for name, version in sorted(versions.items()))
+    with open(path, "a", encoding="utf-8") as log:
+        log.write(f"{stage}: {line}\n")

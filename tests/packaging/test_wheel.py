@@ -27,8 +27,10 @@ from tests.packaging.distributions import REPO_ROOT
 from tests.packaging.distributions import built_distributions
 from tests.packaging.distributions import clean_environment
 from tests.packaging.distributions import describe
+from tests.packaging.distributions import installed_versions
 from tests.packaging.distributions import new_virtual_environment
 from tests.packaging.distributions import remove_virtual_environment
+from tests.packaging.distributions import report_versions
 from tests.packaging.distributions import run
 from tests.packaging.distributions import source_version
 
@@ -149,10 +151,13 @@ def test_the_sdist_holds_pyproject_and_readme(distributions):
 @pytest.fixture(scope="module")
 def jax_environment(tmp_path_factory, distributions):
     """(python, environment, cwd): a fresh venv with the wheel and
-    jax[cpu]; the wheel brings Keras, NumPy and matplotlib."""
+    jax[cpu]; the wheel brings Keras, NumPy and matplotlib, the newest
+    releases the index has (pip's choice in an empty environment)."""
     folder = tmp_path_factory.mktemp("jax-only")
     python = new_virtual_environment(folder / "venv", distributions[1],
                                      "jax[cpu]")
+    report_versions("packaging, the wheel with jax[cpu]",
+                    installed_versions(python))
     cwd = folder / "cwd"
     cwd.mkdir()
     # XLA's backend optimizations take most of eager JAX's compile time

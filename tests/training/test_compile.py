@@ -76,10 +76,10 @@ def test_xla_training_step_equals_the_graph_step(tmp_path):
     xla_loss = xla.test_on_batch(features, labels, return_dict=True)
     np.testing.assert_allclose(xla_loss["loss"], graph_loss["loss"],
                                rtol=1e-4)
-    before = [np.array(w) for w in xla.trainable_weights]
+    before = [w.numpy() for w in xla.trainable_weights]
     trained = xla.train_on_batch(features, labels, return_dict=True)
     assert np.isfinite(trained["loss"])
-    assert any(not np.allclose(b, np.array(a))
+    assert any(not np.allclose(b, a.numpy())
                for b, a in zip(before, xla.trainable_weights))
 
 
@@ -90,8 +90,8 @@ def test_mixed_float16_trains_with_loss_scaling(tmp_path):
     for weight in model.weights:
         assert keras.backend.standardize_dtype(weight.dtype) in (
             "float32", "int64", "int32"), weight.path
-    before = [np.array(w) for w in model.trainable_weights]
+    before = [w.numpy() for w in model.trainable_weights]
     result = model.train_on_batch(features, labels, return_dict=True)
     assert np.isfinite(result["loss"])
-    assert any(not np.allclose(b, np.array(a))
+    assert any(not np.allclose(b, a.numpy())
                for b, a in zip(before, model.trainable_weights))
