@@ -146,6 +146,9 @@ class RecurrentAttentionModel(keras.Model):
     epochs, glimpses pinned to the image's edges, against 0.6% with the
     stop), where the policy's gradient vanishes, and the model ends at
     69.9% test error against 19.3% with the stop at the same 100 epochs.
+    With the paper's linear `μ_t` (`location_activation="linear"`) it
+    diverges: 99.8% of the means end off the image and it ends at 88.7%,
+    where the stop with a linear `μ_t` reaches 17.7%.
 
     Loss (`compute_loss`, so `fit` works on every backend): with the reward
     `R = 1` if the prediction is right, else 0,
