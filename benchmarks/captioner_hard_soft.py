@@ -120,15 +120,10 @@ def parser():
                    help="hard: location samples for the REINFORCE "
                         "gradient's variance before and after training "
                         "(0: skip)")
-    harness.add_split_options(p, "runs/captioner_hard_soft")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
+    harness.add_run_options(p, "runs/captioner_hard_soft")
     p.add_argument("--speed", action="store_true",
                    help="train nothing: time a soft and a hard training "
                         "step (scenes/s) on this backend")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
     return p
 
 

@@ -250,10 +250,12 @@ def write_results(name, rows, directory=None, **extra):
     return path
 
 
-def add_split_options(p, logs):
+def add_run_options(p, logs):
     """The options the reproductions on the project's digits share: the
-    split's validation and test sizes and seed, and how many runs train
-    at once (`variant_seed_runs`), with their logs' folder."""
+    split's validation and test sizes and seed; how many runs train at
+    once (`variant_seed_runs`), with their logs' folder; `--append` (to
+    the rows of `earlier_results`), `--verbose`, `--results-dir` and
+    `--results-name`."""
     p.add_argument("--validation", type=int, default=1000,
                    help="validation images of the split")
     p.add_argument("--test", type=int, default=2000,
@@ -264,6 +266,11 @@ def add_split_options(p, logs):
                         "a core")
     p.add_argument("--logs", default=logs,
                    help="folder of the parallel runs' logs")
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's")
+    p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--results-dir", default=None)
+    p.add_argument("--results-name", default=None)
 
 
 def variant_seed_runs(script, given, args, flags, train, also_strip=()):

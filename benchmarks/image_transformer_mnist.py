@@ -109,12 +109,7 @@ def parser():
     p.add_argument("--binarize-seed", type=int, default=0,
                    help="of every draw: numpy seeds [S, 1] validation, "
                         "[S, 2] test, [S, 0, run seed, epoch] training")
-    harness.add_split_options(p, "runs/image_transformer_mnist")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
+    harness.add_run_options(p, "runs/image_transformer_mnist")
     return p
 
 

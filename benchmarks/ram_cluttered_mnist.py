@@ -107,7 +107,7 @@ def parser():
     p.add_argument("--canvas-size", type=int, default=60)
     p.add_argument("--clutter", type=int, default=4)
     p.add_argument("--fragment-size", type=int, default=8)
-    harness.add_split_options(p, "runs/ram_cluttered_mnist")
+    harness.add_run_options(p, "runs/ram_cluttered_mnist")
     p.add_argument("--save-dir", default="runs/ram_cluttered_mnist",
                    help="each RAM run's model goes to "
                         "SAVE_DIR/VARIANT_seedN.keras")
@@ -120,14 +120,9 @@ def parser():
     p.add_argument("--diagnose", action="store_true",
                    help="print each loss term's gradient norm at the core "
                         "(RAM variants, JAX) at the start and the end")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
     p.add_argument("--rewrite", action="store_true",
                    help="train nothing: recompute the results file's "
                         "summary and claims from its rows")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
     return p
 
 

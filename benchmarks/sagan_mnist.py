@@ -117,14 +117,9 @@ def parser():
     p.add_argument("--classifier-epochs", type=int, default=8)
     p.add_argument("--cache-dir", default="runs/sagan_mnist",
                    help="where the judge's classifier is kept")
-    harness.add_split_options(p, "runs/sagan_mnist/logs")
+    harness.add_run_options(p, "runs/sagan_mnist/logs")
     p.add_argument("--figures", default=None,
                    help="folder for each run's samples and attention maps")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
     return p
 
 
