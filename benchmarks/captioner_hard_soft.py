@@ -55,7 +55,6 @@ Run: `python benchmarks/captioner_hard_soft.py [--variants soft,hard]
 import argparse
 import os
 import pathlib
-import re
 import statistics
 import sys
 import time
@@ -81,6 +80,8 @@ DATA_NOTE = ("40x80 scenes of three mnist10k digits and 8 clutter "
 
 
 def parser():
+    import harness
+
     p = argparse.ArgumentParser(
         description="Soft against hard attention (Xu et al. 2015) on "
                     "captioned scenes of real digits")
@@ -119,24 +120,10 @@ def parser():
                    help="hard: location samples for the REINFORCE "
                         "gradient's variance before and after training "
                         "(0: skip)")
-    p.add_argument("--validation", type=int, default=1000,
-                   help="validation digits of the split")
-    p.add_argument("--test", type=int, default=2000,
-                   help="test digits of the split")
-    p.add_argument("--split-seed", type=int, default=0)
-    p.add_argument("--parallel", type=int, default=1,
-                   help="runs at once, each in its own process pinned to "
-                        "a core")
-    p.add_argument("--logs", default="runs/captioner_hard_soft",
-                   help="folder of the parallel runs' logs")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
+    harness.add_run_options(p, "runs/captioner_hard_soft")
     p.add_argument("--speed", action="store_true",
                    help="train nothing: time a soft and a hard training "
                         "step (scenes/s) on this backend")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
     return p
 
 
@@ -376,8 +363,7 @@ def pretrain_encoder(model, args, data, seed):
 
 
 def variance(model, inputs, targets, draws):
-    from keras_attention.training.reinforce_variance import (
-        reinforce_gradient_variance)
+    from keras_attention.training.reinforce_variance import reinforce_gradient_variance
 
     return reinforce_gradient_variance(
         model, inputs["images"][:64], inputs["decoder_tokens"][:64],
@@ -387,6 +373,7 @@ def variance(model, inputs, targets, draws):
 def train_run(variant, seed, args, data):
     """Train one model, select its epoch on validation BLEU, test it."""
     import harness
+
     from keras_attention.data import mnist
     from keras_attention.text.digit_scenes import CaptionVocabulary
 
@@ -567,22 +554,9 @@ def main(argv=None):
           flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    jobs = [(variant, seed) for variant in args.variant_list
-            for seed in args.seed_list]
-    rows = []
-    if args.parallel > 1 and len(jobs) > 1:
-        common = harness.strip_options(
-            given, {"--variants", "--seeds", "--parallel", "--results-dir",
-                    "--results-name", "--append"}, FLAGS)
-        for found in harness.run_pinned(
-                pathlib.Path(__file__).resolve(),
-                [(f"{variant}_seed{seed}",
-                  [*common, "--variants", variant, "--seeds", str(seed)])
-                 for variant, seed in jobs], args.parallel, args.logs):
-            rows.extend(found)
-    else:
-        for variant, seed in jobs:
-            rows.append(train_run(variant, seed, args, data))
+    rows = harness.variant_seed_runs(
+        __file__, given, args, FLAGS,
+        lambda variant, seed: train_run(variant, seed, args, data))
     all_rows = earlier + rows
     print(f"\n{'model':<30} {'seed':>4} {'BLEU beam':>9} {'greedy':>7} "
           f"{'exact':>6} {'digits':>6} {'epoch':>5} {'scenes/s':>8}")

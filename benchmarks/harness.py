@@ -250,6 +250,53 @@ def write_results(name, rows, directory=None, **extra):
     return path
 
 
+def add_run_options(p, logs):
+    """The options the reproductions on the project's digits share: the
+    split's validation and test sizes and seed; how many runs train at
+    once (`variant_seed_runs`), with their logs' folder; `--append` (to
+    the rows of `earlier_results`), `--verbose`, `--results-dir` and
+    `--results-name`."""
+    p.add_argument("--validation", type=int, default=1000,
+                   help="validation images of the split")
+    p.add_argument("--test", type=int, default=2000,
+                   help="test images of the split")
+    p.add_argument("--split-seed", type=int, default=0)
+    p.add_argument("--parallel", type=int, default=1,
+                   help="runs at once, each in its own process pinned to "
+                        "a core")
+    p.add_argument("--logs", default=logs,
+                   help="folder of the parallel runs' logs")
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's")
+    p.add_argument("--verbose", type=int, default=1)
+    p.add_argument("--results-dir", default=None)
+    p.add_argument("--results-name", default=None)
+
+
+def variant_seed_runs(script, given, args, flags, train, also_strip=()):
+    """Every `(variant, seed)` of `args.variant_list` x `args.seed_list`,
+    in that order: with `args.parallel` > 1 (and more than one run), each
+    in its own process of `script` pinned to a core (`run_pinned`), given
+    the command line `given` less its variants, seeds, results and
+    `also_strip` options (`flags`: those without a value); else one after
+    another, `train(variant, seed)`. Returns their rows."""
+    jobs = [(variant, seed) for variant in args.variant_list
+            for seed in args.seed_list]
+    if args.parallel <= 1 or len(jobs) <= 1:
+        return [train(variant, seed) for variant, seed in jobs]
+    common = strip_options(
+        given, {"--variants", "--seeds", "--parallel", "--results-dir",
+                "--results-name", "--append", *also_strip}, flags)
+    rows = []
+    for found in run_pinned(
+            pathlib.Path(script).resolve(),
+            [(f"{variant}_seed{seed}",
+              [*common, "--variants", variant, "--seeds", str(seed)])
+             for variant, seed in jobs], args.parallel, args.logs):
+        rows.extend(found)
+    return rows
+
+
 def run_pinned(script, jobs, parallel, logs):
     """Run `jobs` (`[(name, [arguments])]`) of `script` each in a process
     of its own, `parallel` at a time, process `i` pinned to core `i` (one

@@ -77,6 +77,8 @@ LABELS = {
 
 
 def parser():
+    import harness
+
     p = argparse.ArgumentParser(
         description="The Image Transformer on 28x28 binarized digits: "
                     "local 2-D against full attention, NLL in nats")
@@ -104,24 +106,10 @@ def parser():
                    help="rows,columns of a query block")
     p.add_argument("--memory-flange", default="4,7",
                    help="rows above, columns either side (local_2d)")
-    p.add_argument("--validation", type=int, default=1000,
-                   help="validation digits of the split")
-    p.add_argument("--test", type=int, default=2000,
-                   help="test digits of the split")
-    p.add_argument("--split-seed", type=int, default=0)
     p.add_argument("--binarize-seed", type=int, default=0,
                    help="of every draw: numpy seeds [S, 1] validation, "
                         "[S, 2] test, [S, 0, run seed, epoch] training")
-    p.add_argument("--parallel", type=int, default=1,
-                   help="runs at once, each in its own process pinned to "
-                        "a core")
-    p.add_argument("--logs", default="runs/image_transformer_mnist",
-                   help="folder of the parallel runs' logs")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
+    harness.add_run_options(p, "runs/image_transformer_mnist")
     return p
 
 
@@ -365,23 +353,10 @@ def main(argv=None):
           f"{baselines['uniform']:.1f} nats", flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    jobs = [(variant, seed) for variant in args.variant_list
-            for seed in args.seed_list]
-    rows = []
-    if args.parallel > 1 and len(jobs) > 1:
-        given = sys.argv[1:] if argv is None else list(argv)
-        common = harness.strip_options(
-            given, {"--variants", "--seeds", "--parallel", "--results-dir",
-                    "--results-name", "--append"}, {"--append"})
-        for found in harness.run_pinned(
-                pathlib.Path(__file__).resolve(),
-                [(f"{variant}_seed{seed}",
-                  [*common, "--variants", variant, "--seeds", str(seed)])
-                 for variant, seed in jobs], args.parallel, args.logs):
-            rows.extend(found)
-    else:
-        for variant, seed in jobs:
-            rows.append(train_run(variant, seed, args, data))
+    rows = harness.variant_seed_runs(
+        __file__, sys.argv[1:] if argv is None else list(argv), args,
+        {"--append"}, lambda variant, seed: train_run(variant, seed, args,
+                                                      data))
     all_rows = earlier + rows
     print(f"\n{'model':<40} {'seed':>4} {'test NLL':>9} {'epoch':>5} "
           f"{'s/epoch':>8} {'ex/s':>6}")

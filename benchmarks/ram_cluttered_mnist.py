@@ -85,6 +85,8 @@ LABELS = {
 
 
 def parser():
+    import harness
+
     p = argparse.ArgumentParser(
         description="RAM against a convolutional network on 60x60 "
                     "cluttered translated MNIST digits (Mnih et al. 2014, "
@@ -105,16 +107,7 @@ def parser():
     p.add_argument("--canvas-size", type=int, default=60)
     p.add_argument("--clutter", type=int, default=4)
     p.add_argument("--fragment-size", type=int, default=8)
-    p.add_argument("--validation", type=int, default=1000,
-                   help="validation digits of the split")
-    p.add_argument("--test", type=int, default=2000,
-                   help="test digits of the split")
-    p.add_argument("--split-seed", type=int, default=0)
-    p.add_argument("--parallel", type=int, default=1,
-                   help="runs at once, each in its own process pinned to "
-                        "a core")
-    p.add_argument("--logs", default="runs/ram_cluttered_mnist",
-                   help="folder of the parallel runs' logs")
+    harness.add_run_options(p, "runs/ram_cluttered_mnist")
     p.add_argument("--save-dir", default="runs/ram_cluttered_mnist",
                    help="each RAM run's model goes to "
                         "SAVE_DIR/VARIANT_seedN.keras")
@@ -127,14 +120,9 @@ def parser():
     p.add_argument("--diagnose", action="store_true",
                    help="print each loss term's gradient norm at the core "
                         "(RAM variants, JAX) at the start and the end")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
     p.add_argument("--rewrite", action="store_true",
                    help="train nothing: recompute the results file's "
                         "summary and claims from its rows")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
     return p
 
 
@@ -510,25 +498,15 @@ def main(argv=None):
           flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    jobs = [(variant, seed) for variant in args.variant_list
-            for seed in args.seed_list]
-    rows, models = [], {}
-    if args.parallel > 1 and len(jobs) > 1:
-        given = sys.argv[1:] if argv is None else list(argv)
-        common = harness.strip_options(given, {"--variants", "--seeds", "--parallel",
-                                       "--results-dir", "--results-name",
-                                       "--append", "--figure"}, FLAGS)
-        for found in harness.run_pinned(
-                pathlib.Path(__file__).resolve(),
-                [(f"{variant}_seed{seed}",
-                  [*common, "--variants", variant, "--seeds", str(seed)])
-                 for variant, seed in jobs], args.parallel, args.logs):
-            rows.extend(found)
-    else:
-        for variant, seed in jobs:
-            row, model = train_run(variant, seed, args, data)
-            rows.append(row)
-            models[(variant, seed)] = model
+    models = {}
+
+    def train(variant, seed):
+        row, models[(variant, seed)] = train_run(variant, seed, args, data)
+        return row
+
+    rows = harness.variant_seed_runs(
+        __file__, sys.argv[1:] if argv is None else list(argv), args, FLAGS,
+        train, also_strip={"--figure"})
     all_rows = earlier + rows
     print(f"\n{'model':<42} {'seed':>4} {'test error':>10} {'paper':>7} "
           f"{'epoch':>5} {'ex/s':>7}")

@@ -85,6 +85,8 @@ FLAGS = {"--append"}  # options without a value
 
 
 def parser():
+    import harness
+
     p = argparse.ArgumentParser(
         description="A small SN-GAN with and without SAGAN's self-attention "
                     "block on 28x28 digits, judged by a Fréchet distance")
@@ -115,20 +117,9 @@ def parser():
     p.add_argument("--classifier-epochs", type=int, default=8)
     p.add_argument("--cache-dir", default="runs/sagan_mnist",
                    help="where the judge's classifier is kept")
-    p.add_argument("--validation", type=int, default=1000)
-    p.add_argument("--test", type=int, default=2000)
-    p.add_argument("--split-seed", type=int, default=0)
-    p.add_argument("--parallel", type=int, default=1,
-                   help="runs at once, each in its own process pinned to "
-                        "a core")
-    p.add_argument("--logs", default="runs/sagan_mnist/logs")
+    harness.add_run_options(p, "runs/sagan_mnist/logs")
     p.add_argument("--figures", default=None,
                    help="folder for each run's samples and attention maps")
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
-    p.add_argument("--verbose", type=int, default=1)
-    p.add_argument("--results-dir", default=None)
-    p.add_argument("--results-name", default=None)
     return p
 
 
@@ -733,23 +724,9 @@ def main(argv=None):
           flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    jobs = [(variant, seed) for variant in args.variant_list
-            for seed in args.seed_list]
-    rows = []
-    if args.parallel > 1 and len(jobs) > 1:
-        given = sys.argv[1:] if argv is None else list(argv)
-        common = harness.strip_options(given, {"--variants", "--seeds", "--parallel",
-                                       "--results-dir", "--results-name",
-                                       "--append"}, FLAGS)
-        for found in harness.run_pinned(
-                pathlib.Path(__file__).resolve(),
-                [(f"{variant}_seed{seed}",
-                  [*common, "--variants", variant, "--seeds", str(seed)])
-                 for variant, seed in jobs], args.parallel, args.logs):
-            rows.extend(found)
-    else:
-        rows = [train_run(variant, seed, args, data, features)
-                for variant, seed in jobs]
+    rows = harness.variant_seed_runs(
+        __file__, sys.argv[1:] if argv is None else list(argv), args, FLAGS,
+        lambda variant, seed: train_run(variant, seed, args, data, features))
     all_rows = earlier + rows
     print(f"\n{'model':<46} {'seed':>4} {'distance':>9} {'s/epoch':>8} "
           f"{'ex/s':>6}  γ G, D at the end")

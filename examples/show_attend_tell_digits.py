@@ -41,8 +41,7 @@ from keras_attention.text import digit_scenes
 from keras_attention.training.bleu import corpus_bleu
 from keras_attention.training.losses import MaskedAccuracy
 from keras_attention.training.losses import MaskedCrossentropy
-from keras_attention.training.reinforce_variance import (
-    reinforce_gradient_variance)
+from keras_attention.training.reinforce_variance import reinforce_gradient_variance
 from keras_attention.visualize.image_attention import plot_image_attention
 
 """
