@@ -537,7 +537,7 @@ def main(argv=None):
     args = p.parse_args(given)
     finish_arguments(p, args)
     data = load(args, p)
-    import keras
+    from keras_attention.data import mnist
 
     print(f"machine: {harness.machine()}")
     if args.speed:
@@ -546,9 +546,8 @@ def main(argv=None):
     print(f"digits: {', '.join(f'{len(d)} {k}' for k, d in data['digits'].items())}"
           f" (of the 10,000 in mnist10k)", flush=True)
     rule = frequent_digits_rule(
-        __import__("keras_attention.data.mnist", fromlist=["scenes"]).scenes(
-            data["digits"]["train"], args.scenes, seed=0,
-            **scene_options(args)), data["test"])
+        mnist.scenes(data["digits"]["train"], args.scenes, seed=0,
+                     **scene_options(args)), data["test"])
     print(f"no weights: always {rule['caption']!r}: BLEU {rule['bleu']:.2f}, "
           f"exact {rule['exact']:.1%}, digits {rule['digits']:.1%}",
           flush=True)
@@ -600,7 +599,6 @@ def main(argv=None):
         data={"digits": {k: len(d) for k, d in data["digits"].items()},
               "source": "mnist10k (10,000 MNIST digits, not 70,000)",
               "scenes": DATA_NOTE, "split_seed": args.split_seed})
-    del keras
     return all_rows
 
 
