@@ -9,7 +9,8 @@ Memory: `run_capped(command, cap_bytes)` runs one measurement in a fresh
 process and kills it above a resident-memory cap.
 
 Results: `write_results(name, rows)` writes `benchmarks/results/NAME.json`
-(the machine record, the command line and the rows);
+(the machine record, the command line and the rows), strict JSON: a
+non-finite number is written null (`dumps`);
 `python benchmarks/summary.py` turns every such file into
 `benchmarks/RESULTS.md`.
 
@@ -24,6 +25,8 @@ TF_CPP_MIN_LOG_LEVEL to see them).
 
 import datetime
 import json
+import math
+import numbers
 import os
 import pathlib
 import platform
@@ -245,9 +248,34 @@ def write_results(name, rows, directory=None, **extra):
         "rows": rows,
         **extra,
     }
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path.write_text(dumps(record))
     print(f"wrote {path}")
     return path
+
+
+def strict(value):
+    """`value` with every non-finite float (NaN, ±inf), at any depth of its
+    dicts, lists and tuples, turned into None, and NumPy scalars into
+    Python numbers: what strict JSON can hold."""
+    if isinstance(value, dict):
+        return {key: strict(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [strict(item) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, numbers.Integral):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return value
+
+
+def dumps(record):
+    """`record` as the text of a results file: strict JSON (no NaN or
+    Infinity, which `json.dumps` writes and strict parsers reject: they
+    become null), indented, ending in a newline."""
+    return json.dumps(strict(record), indent=2, allow_nan=False) + "\n"
 
 
 def add_run_options(p, logs):

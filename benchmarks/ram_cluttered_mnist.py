@@ -553,7 +553,7 @@ def rewrite(args, p):
     commands = record.get("commands", [record["command"]])
     record["summary"] = summary(record["rows"])
     record["claims"] = claims(record["rows"], " ; ".join(commands))
-    path.write_text(json.dumps(record, indent=2) + "\n")
+    path.write_text(harness.dumps(record))
     print(f"rewrote {path}")
     return record["rows"]
 

@@ -1,0 +1,55 @@
+"""Every results file in benchmarks/results/ is strict JSON (no NaN or
+Infinity, which Python's `json` writes and reads but strict parsers
+reject), and `harness.write_results` writes only strict JSON."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import load_script
+
+RESULTS = sorted((BENCHMARKS / "results").glob("*.json"))
+
+
+def _reject(constant):
+    raise ValueError(f"not strict JSON: {constant}")
+
+
+def strict_loads(text):
+    """`json.loads`, refusing NaN, Infinity and -Infinity."""
+    return json.loads(text, parse_constant=_reject)
+
+
+def test_there_are_results_files():
+    assert len(RESULTS) > 10
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[path.name for path in RESULTS])
+def test_a_results_file_is_strict_json(path):
+    strict_loads(path.read_text())
+
+
+def test_the_strict_parser_rejects_nan():
+    with pytest.raises(ValueError, match="NaN"):
+        strict_loads('{"a": NaN}')
+
+
+def test_write_results_writes_non_finite_numbers_as_null(tmp_path,
+                                                          monkeypatch):
+    harness = load_script("harness", monkeypatch)
+    rows = [{"loss": math.nan, "speed": 1.5, "curve": [1.0, math.inf],
+             "nested": {"deeper": [{"x": -math.inf}], "fine": 0.25},
+             "numpy": np.float32("nan"), "numpy_finite": np.float64(2.5),
+             "count": np.int64(3), "flag": True, "name": "nan"}]
+    path = harness.write_results("strict", rows, directory=tmp_path,
+                                 extra=(math.nan, 1))
+    record = strict_loads(path.read_text())
+    assert record["rows"] == [{
+        "loss": None, "speed": 1.5, "curve": [1.0, None],
+        "nested": {"deeper": [{"x": None}], "fine": 0.25}, "numpy": None,
+        "numpy_finite": 2.5, "count": 3, "flag": True, "name": "nan"}]
+    assert record["extra"] == [None, 1]
+    assert path.read_text().endswith("}\n")
