@@ -33,7 +33,7 @@ def measure(model_name, data, examples, epochs):
     import babi as bench
     import keras
 
-    from keras_attention.text import babi
+    from keras_attention.data import babi
 
     task = babi.load_task(data, 2, "1k")
     vocabulary = babi.BabiVocabulary.from_samples(task.train, task.valid,

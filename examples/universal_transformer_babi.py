@@ -13,7 +13,7 @@ the question as one sequence; with 1,000 training questions per task their
 UT with ACT makes no error on tasks 1 and 2 (appendix E, best of 10 runs).
 
 This script trains `keras_attention.models.UniversalTransformerReader` on
-generated bAbI tasks (`keras_attention.text.babi`, or your bAbI files) with
+generated bAbI tasks (`keras_attention.data.babi`, or your bAbI files) with
 1,000 training questions, 10% of them held out to keep the best epoch,
 and prints the test accuracy beside the package's memory network
 (`examples/memory_network_babi.py`: 99.1% on task 1 and 78.3% on task 2
@@ -39,8 +39,8 @@ import keras
 import numpy as np
 
 from keras_attention import visualize
+from keras_attention.data import babi
 from keras_attention.models import UniversalTransformerReader
-from keras_attention.text import babi
 
 """
 ## Data

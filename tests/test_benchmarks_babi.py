@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from keras_attention.text import babi
+from keras_attention.data import babi
 from tests.test_benchmarks_summary import run_benchmark
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"

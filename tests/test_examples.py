@@ -86,7 +86,7 @@ def test_self_attentive_retrieval_runs(capsys):
 
 
 def test_memory_network_babi_runs(tmp_path, capsys):
-    from keras_attention.text.babi import write_babi
+    from keras_attention.data.babi import write_babi
 
     train = write_babi(tmp_path / "train.txt", 2, 200, seed=1)
     test = write_babi(tmp_path / "test.txt", 2, 50, seed=2)
@@ -219,7 +219,7 @@ def test_universal_transformer_babi_runs(tmp_path, capsys):
 
 
 def test_universal_transformer_babi_last_place_rule():
-    from keras_attention.text import babi
+    from keras_attention.data import babi
 
     module = load("universal_transformer_babi")
     samples = babi.parse_babi(

@@ -3,6 +3,7 @@
 The names load on first use (PEP 562): the corpus readers
 (`keras_attention.text.corpora`, `parallel_files`) import no TensorFlow, so
 the command line checks split names and data folders before it loads.
+The bAbI names moved to `keras_attention.data.babi`.
 """
 
 from keras_attention._lazy import lazy_exports
@@ -20,15 +21,6 @@ _EXPORTS = {
     "THINGS": "stories",
     "FOODS": "stories",
     "BOS_ID": "tokenizer",
-    "BabiSample": "babi",
-    "BabiVocabulary": "babi",
-    "BabiTask": "babi",
-    "TASK_NAMES": "babi",
-    "answer_token": "babi",
-    "load_task": "babi",
-    "load_tasks": "babi",
-    "split_validation": "babi",
-    "task_file": "babi",
     "CaptionVocabulary": "digit_scenes",
     "EOS_ID": "tokenizer",
     "IS_NEXT": "bert_data",
@@ -43,7 +35,6 @@ _EXPORTS = {
     "SubwordTokenizer": "tokenizer",
     "load_corpus": "corpora",
     "load_multi30k": "corpora",
-    "generate_babi": "babi",
     "generate_scenes": "digit_scenes",
     "load_parallel": "parallel_files",
     "make_dataset": "pipeline",
@@ -51,14 +42,29 @@ _EXPORTS = {
     "next_sentence_pairs": "bert_data",
     "pack_segments": "bert_data",
     "pretraining_batch": "bert_data",
-    "parse_babi": "babi",
-    "read_babi": "babi",
     "train_sentencepiece": "tokenizer",
-    "vectorize_babi": "babi",
-    "write_babi": "babi",
 }
+
+# bAbI moved to keras_attention.data.babi: these names still read from here,
+# with a DeprecationWarning, for one more release.
+_MOVED = dict.fromkeys((
+    "BabiSample",
+    "BabiTask",
+    "BabiVocabulary",
+    "TASK_NAMES",
+    "answer_token",
+    "generate_babi",
+    "load_task",
+    "load_tasks",
+    "parse_babi",
+    "read_babi",
+    "split_validation",
+    "task_file",
+    "vectorize_babi",
+    "write_babi",
+), "keras_attention.data.babi")
 
 __all__ = sorted(_EXPORTS)
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, _MOVED)

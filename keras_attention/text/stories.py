@@ -1,12 +1,12 @@
 """Generated English stories for BERT's pretraining, and small labelled
 tasks from the same world for its fine-tuning.
 
-A seeded simulation, in the spirit of the bAbI world (`babi.py`): in each
-story a woman and a man (drawn from eight of each) move between places,
-see, pick up, put down and give objects, meet, and the narrator now and
-then says where someone is. Each event follows from the world as the
-previous sentences left it and usually continues with the same person,
-named or as "she"/"he":
+A seeded simulation, in the spirit of the bAbI world
+(`keras_attention.data.babi`): in each story a woman and a man (drawn from
+eight of each) move between places, see, pick up, put down and give
+objects, meet, and the narrator now and then says where someone is. Each
+event follows from the world as the previous sentences left it and
+usually continues with the same person, named or as "she"/"he":
 
     Sarah went to the kitchen. She saw the apple in the kitchen. She
     picked up the apple. Then she walked to the garden. Tom is in the

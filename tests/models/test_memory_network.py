@@ -6,10 +6,10 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention.data import babi
 from keras_attention.models import MemoryNetwork
 from keras_attention.models.memory_network import memory_ages
 from keras_attention.models.memory_network import position_encoding
-from keras_attention.text import babi
 from tests.backend import as_numpy
 from tests.backend import gradient
 

@@ -8,10 +8,10 @@ import keras
 import numpy as np
 import pytest
 
+from keras_attention.data import babi
 from keras_attention.models import UniversalTransformerReader
 from keras_attention.models.memory_network import position_encoding
 from keras_attention.models.universal_transformer_reader import newest_first
-from keras_attention.text import babi
 from tests.backend import as_numpy
 from tests.backend import assert_allclose
 

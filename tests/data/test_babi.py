@@ -12,14 +12,14 @@ import re
 import numpy as np
 import pytest
 
-from keras_attention.text import babi
-from keras_attention.text.babi import BabiSample
-from keras_attention.text.babi import BabiVocabulary
-from keras_attention.text.babi import generate_babi
-from keras_attention.text.babi import parse_babi
-from keras_attention.text.babi import read_babi
-from keras_attention.text.babi import vectorize_babi
-from keras_attention.text.babi import write_babi
+from keras_attention.data import babi
+from keras_attention.data.babi import BabiSample
+from keras_attention.data.babi import BabiVocabulary
+from keras_attention.data.babi import generate_babi
+from keras_attention.data.babi import parse_babi
+from keras_attention.data.babi import read_babi
+from keras_attention.data.babi import vectorize_babi
+from keras_attention.data.babi import write_babi
 
 TEXT = """\
 1 Mary moved to the bathroom.
