@@ -1,6 +1,9 @@
 """benchmarks/reproductions.py renders every paper figure the results files
 carry (their `claims`, or a deriver's for a benchmark that stores the
-paper's table), and a malformed claim fails loudly, naming file and key."""
+paper's table) as a scoreboard: the verdicts counted by system, one row
+per claim grouped by system, a plot of ours against the paper's figures
+and each system's details; a malformed claim fails loudly, naming file
+and key."""
 
 import importlib.util
 import json
@@ -14,8 +17,8 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 MACHINE = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "cores": 2,
            "python": "3.11.7", "keras": "3.15.1", "backend": "tensorflow",
            "device": "cpu", "tensorflow": "2.20.0"}
-HEADER = ("| paper | table | claim | theirs | ours | reproduced | seeds "
-          "| data | machine | command |")
+HEADER = "| system | # | claim | paper | ours | verdict |"
+PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _load():
@@ -70,32 +73,117 @@ def _music(rows, paper=True):
     return record
 
 
-def test_render_a_file_with_claims(tmp_path):
-    _write(tmp_path, "babi_universal_transformer.json", claims=[
+def _two_systems(folder):
+    _write(folder, "babi_universal_transformer.json", claims=[
         _claim(), _claim(claim="UT, task 1 error", theirs="0.0%",
                          ours="0.2%", reproduced="yes"),
         _claim(claim="UT beats MemN2N on task 2", reproduced="partly")])
     gpu = dict(MACHINE, device="NVIDIA H100 80GB HBM3", backend="jax")
-    _write(tmp_path, "babi_memory_network.json", machine=gpu,
-           claims=[_claim(paper="Sukhbaatar et al. 2015")])
+    _write(folder, "babi_memory_network.json", machine=gpu,
+           claims=[_claim(paper="Sukhbaatar et al. 2015",
+                          claim="MemN2N, task 2 error", theirs="8.3%",
+                          ours="7.9%", reproduced="yes",
+                          command="babi.py --model memory_network")])
+
+
+def test_the_verdicts_are_counted_by_system_and_overall(tmp_path):
+    _two_systems(tmp_path)
+    lines = reproductions.render(tmp_path).splitlines()
+    assert lines[:6] == [
+        "## Verdicts", "", "**4 claims: 2 yes · 1 partly · 1 no.**", "",
+        "- End-to-end memory network: 1 yes · 0 partly · 0 no",
+        "- Universal Transformer: 1 yes · 1 partly · 1 no"]
+
+
+def test_the_scoreboard_has_a_row_per_claim_grouped_by_system(tmp_path):
+    _two_systems(tmp_path)
+    lines = reproductions.render(tmp_path).splitlines()
+    assert lines.count(HEADER) == 1  # one table for every file
+    start = lines.index(HEADER) + 2
+    table = lines[start:lines.index("", start)]
+    assert table == [
+        "| **End-to-end memory network** | 1 | MemN2N, task 2 error "
+        "| 8.3%<br>*Sukhbaatar et al. 2015, Table 1* | 7.9% | ✓ yes |",
+        "| **Universal Transformer** | 2 | UT, bAbI 10k single-task, task 2 "
+        "error | 0.0%<br>*Dehghani et al. 2019, Table 1* | 20.1% | ✗ no |",
+        "|  | 3 | UT, task 1 error | 0.0%<br>*Dehghani et al. 2019, "
+        "Table 1* | 0.2% | ✓ yes |",
+        "|  | 4 | UT beats MemN2N on task 2 | 0.0%<br>*Dehghani et al. "
+        "2019, Table 1* | 20.1% | ◐ partly |"]
+
+
+def test_each_system_has_its_details(tmp_path):
+    _two_systems(tmp_path)
     text = reproductions.render(tmp_path)
-    lines = text.splitlines()
-    assert lines[0] == "4 claims: 1 reproduced, 1 partly, 2 not yet."
-    assert text.count(HEADER) == 2
-    assert ("## babi_universal_transformer "
-            "(`results/babi_universal_transformer.json`)") in lines
-    assert "Run 2026-11-28 on AMD EPYC, 2 cores (tensorflow)." in lines
-    assert ("| Dehghani et al. 2019 | Table 1 | UT, bAbI 10k single-task, "
-            "task 2 error | 0.0% | 20.1% | no | 3 | bAbI 10k en, test split "
-            "| AMD EPYC, 2 cores (tensorflow) "
-            "| `babi.py --task 2 --seeds 3` |") in lines
+    details = text[text.index("## How each figure was measured"):]
+    blocks = details.split("??? info ")[1:]
+    assert [block.splitlines()[0] for block in blocks] == [
+        '"End-to-end memory network: command, data, machine, seeds, date"',
+        '"Universal Transformer: command, data, machine, seeds, date"']
+    memory, universal = blocks
     # A device other than the CPU names the device.
-    assert any(line.startswith("| Sukhbaatar et al. 2015")
-               and "| NVIDIA H100 80GB HBM3 (jax) |" in line
-               for line in lines)
-    # The files in name order.
-    assert text.index("babi_memory_network.json") < text.index(
-        "babi_universal_transformer.json")
+    assert ("    `results/babi_memory_network.json`, run 2026-11-28 on "
+            "NVIDIA H100 80GB HBM3 (jax):") in memory.splitlines()
+    assert "    babi.py --model memory_network" in memory.splitlines()
+    assert ("    `results/babi_universal_transformer.json`, run 2026-11-28 "
+            "on AMD EPYC, 2 cores (tensorflow):") in universal.splitlines()
+    # One command for the file's three claims, then a row each.
+    assert universal.count("babi.py --task 2 --seeds 3") == 1
+    assert "    | # | seeds | data |" in universal.splitlines()
+    for number in (2, 3, 4):
+        assert (f"    | {number} | 3 | bAbI 10k en, test split |"
+                in universal.splitlines())
+
+
+def test_a_claim_may_name_its_system(tmp_path):
+    _write(tmp_path, "a.json", claims=[
+        _claim(paper="Someone et al. 2030", system="A new model")])
+    text = reproductions.render(tmp_path)
+    assert "- A new model: 0 yes · 0 partly · 1 no" in text
+    assert "| **A new model** | 1 |" in text
+
+
+def test_a_paper_without_a_system_names_its_file(tmp_path):
+    _write(tmp_path, "odd.json", claims=[_claim(paper="Someone et al. 2030")])
+    with pytest.raises(ValueError, match=r"results/odd\.json: claim 0.*"
+                       r"'Someone et al\. 2030' maps to no system"):
+        reproductions.render(tmp_path)
+
+
+def test_the_figures_as_numbers():
+    value = reproductions.value_of
+    assert value(_claim(theirs="13.90% over 20 (11 failed)"), "theirs") \
+        == 13.90
+    assert value(_claim(ours="12.60% ± 0.22%"), "ours") == 12.60
+    assert value(_claim(ours="-1.5e-3 nats"), "ours") == -1.5e-3
+    assert value(_claim(ours="none reached"), "ours") is None
+    assert value(_claim(ours="none", ours_value=4), "ours") == 4.0
+    rows = [dict(_claim(), number=1, system="s"),
+            dict(_claim(ours="no number"), number=2, system="s"),
+            dict(_claim(theirs_value=0.5), number=3, system="s")]
+    assert [(row["number"], theirs, ours) for row, theirs, ours in
+            reproductions.points(rows)] == [(1, 0.0, 20.1), (3, 0.5, 20.1)]
+
+
+def test_the_plot_of_ours_against_the_papers(tmp_path):
+    _two_systems(tmp_path)
+    rows = reproductions.scoreboard(tmp_path)
+    png = reproductions.plot(rows)
+    assert png.startswith(PNG) and len(png) > 10_000
+    text = reproductions.render(tmp_path, plot_path="reproductions.png")
+    assert ("![ours against the paper's figure, claim by claim]"
+            "(reproductions.png)") in text.splitlines()
+    # The plot comes after the scoreboard, before the details.
+    assert (text.index(HEADER) < text.index("(reproductions.png)")
+            < text.index("## How each figure was measured"))
+    assert "reproductions.png" not in reproductions.render(tmp_path)
+    # No claim with numbers: no plot, and no link to one.
+    _write(tmp_path, "babi_universal_transformer.json",
+           claims=[_claim(theirs="solved", ours="not solved")])
+    _write(tmp_path, "babi_memory_network.json", claims=[])
+    assert reproductions.plot(reproductions.scoreboard(tmp_path)) is None
+    assert "reproductions.png" not in reproductions.render(
+        tmp_path, plot_path="reproductions.png")
 
 
 def test_a_pipe_in_a_cell_does_not_split_it(tmp_path):
@@ -172,8 +260,10 @@ def test_music_results_render_through_the_deriver(tmp_path):
     (tmp_path / "music_transformer_jsb.json").write_text(
         json.dumps(_music([("relative", 178, 1.98245)])))
     text = reproductions.render(tmp_path)
-    assert text.startswith("1 claims: 0 reproduced, 0 partly, 1 not yet.")
-    assert "| 0.357 nats | 1.982 nats | no | 1 |" in text
+    assert "**1 claims: 0 yes · 0 partly · 1 no.**" in text
+    assert "- Music Transformer: 0 yes · 0 partly · 1 no" in text
+    assert ("| 0.357 nats<br>*Huang et al. 2019, Table 2* | 1.982 nats "
+            "| ✗ no |") in text
 
 
 @pytest.mark.parametrize("change, key", [
@@ -182,6 +272,10 @@ def test_music_results_render_through_the_deriver(tmp_path):
     ({"reproduced": "maybe"}, "reproduced"),
     ({"seeds": "3"}, "seeds"),
     ({"theirs": 0.0}, "theirs"),
+    ({"system": ""}, "system"),
+    ({"ours_value": "4.2"}, "ours_value"),
+    ({"theirs_value": float("nan")}, "theirs_value"),
+    ({"theirs_value": True}, "theirs_value"),
 ])
 def test_a_bad_claim_names_its_file_and_key(tmp_path, change, key):
     claim = _claim()
@@ -229,20 +323,28 @@ def test_files_without_claims_are_skipped(tmp_path):
 
 
 def test_the_committed_results_render():
-    text = reproductions.render(BENCHMARKS / "results")
-    assert HEADER in text
-    assert "(`results/music_transformer_jsb.json`)" in text
+    text = reproductions.render(BENCHMARKS / "results",
+                                plot_path="reproductions.png")
+    assert text.count(HEADER) == 1
+    assert "- Music Transformer: " in text
+    assert "`results/music_transformer_jsb.json`, run " in text
     record = json.loads(
         (BENCHMARKS / "results" / "music_transformer_jsb.json").read_text())
     paper = dict(record["paper"])
     best = [row["best_nll"] for row in record["rows"]
             if row["variant"] == "relative_sinusoid_voices"]
-    assert (f"| {paper['Relative Transformer + cpsi']:.3f} nats |") in text
-    assert f"| {sum(best) / len(best):.3f} nats (mean) |" in text
-    assert f"`{record['command']}`" in text
+    assert (f"| {paper['Relative Transformer + cpsi']:.3f} nats<br>*Huang "
+            "et al. 2019, Table 2* "
+            f"| {sum(best) / len(best):.3f} nats (mean) |") in text
+    assert f"    {record['command']}\n" in text
     # The variants file's orderings at equal steps.
     assert "relative attention ahead of the baseline Transformer at equal " \
         "steps" in text
+    # Every claim of the committed files maps to a system; the plot draws.
+    rows = reproductions.scoreboard(BENCHMARKS / "results")
+    assert len({row["system"] for row in rows}) >= 5
+    assert "(reproductions.png)" in text
+    assert reproductions.plot(rows).startswith(PNG)
 
 
 def test_the_command_line(tmp_path):
@@ -252,3 +354,10 @@ def test_the_command_line(tmp_path):
          "--results-dir", str(tmp_path)],
         capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout == reproductions.render(tmp_path)
+    plot = tmp_path / "plot.png"
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "reproductions.py"),
+         "--results-dir", str(tmp_path), "--plot", str(plot)],
+        capture_output=True, text=True, timeout=60, check=True)
+    assert plot.read_bytes().startswith(PNG)
+    assert f"]({plot})" in result.stdout

@@ -12,8 +12,9 @@ check, and the benchmark tables rendered from `benchmarks/results/*.json`.
   `mkdocs build --strict` turns into a failure (`missing_docstrings`).
 - `on_page_markdown` replaces `<!-- benchmark-results -->` with
   `benchmarks/summary.py`'s rendering of every results file,
-  `<!-- reproductions -->` with `benchmarks/reproductions.py`'s table of
-  the paper figures those files carry (a malformed claim fails the build),
+  `<!-- reproductions -->` with `benchmarks/reproductions.py`'s scoreboard
+  of the paper figures those files carry (a malformed claim fails the
+  build), whose plot `on_files` adds as the generated `reproductions.png`,
   `<!-- cli-help -->` with every command's `--help`, and
   `<!-- include PATH -->` with a file of the repository (less its title),
   and `<!-- results NAME -->` with the section of `results/NAME.json`.
@@ -37,6 +38,9 @@ LOG = logging.getLogger("mkdocs.hooks.api")
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCHMARK_MARKER = "<!-- benchmark-results -->"
 REPRODUCTIONS_MARKER = "<!-- reproductions -->"
+# The Reproductions page's plot, drawn at build time beside the page (its
+# link is relative to docs/reproductions.md).
+REPRODUCTIONS_PLOT = "reproductions.png"
 CLI_MARKER = "<!-- cli-help -->"
 # `<!-- include serving/README.md -->`: that file of the repository, less its
 # title, so a guide and the README beside the files it explains cannot
@@ -253,6 +257,9 @@ def on_files(files, config):
     check_all()
     for page, content in all_pages().items():
         files.append(File.generated(config, page, content=content))
+    plot = reproductions_plot()
+    if plot:
+        files.append(File.generated(config, REPRODUCTIONS_PLOT, content=plot))
     return files
 
 
@@ -291,15 +298,28 @@ def benchmark_markdown():
                      for line in lines)
 
 
-def reproductions_markdown():
-    """`benchmarks/reproductions.py`'s table of every paper figure the
-    results files carry; a malformed claim raises ValueError, which fails
-    the build."""
+def _reproductions_module():
     spec = importlib.util.spec_from_file_location(
         "benchmarks_reproductions", ROOT / "benchmarks" / "reproductions.py")
     reproductions = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reproductions)
-    return reproductions.render(reproductions.RESULTS)
+    return reproductions
+
+
+def reproductions_markdown():
+    """`benchmarks/reproductions.py`'s scoreboard of every paper figure the
+    results files carry, its plot at `REPRODUCTIONS_PLOT`; a malformed
+    claim raises ValueError, which fails the build."""
+    reproductions = _reproductions_module()
+    return reproductions.render(reproductions.RESULTS,
+                                plot_path=REPRODUCTIONS_PLOT)
+
+
+def reproductions_plot():
+    """The PNG of ours against the papers' figures (bytes), None where no
+    claim has numbers (then the page links no plot either)."""
+    reproductions = _reproductions_module()
+    return reproductions.plot(reproductions.scoreboard(reproductions.RESULTS))
 
 
 def _help(parser, arguments):

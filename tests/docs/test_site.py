@@ -4,6 +4,7 @@ every public name of every documented package has its API entry."""
 import importlib
 import importlib.util
 import logging
+import re
 import types
 
 import pytest
@@ -165,12 +166,23 @@ def test_the_benchmark_page_is_rendered_from_the_results(built_site):
 
 
 def test_the_reproductions_page_is_rendered_from_the_results(built_site):
+    """The scoreboard: the verdicts counted by system, one table of the
+    claims, the plot drawn at build time, each system's details."""
     site, _ = built_site
     html = (site / "reproductions" / "index.html").read_text()
     assert "<!-- reproductions -->" not in html
-    assert "<th>reproduced</th>" in html and "<th>theirs</th>" in html
+    assert re.search(r"<strong>\d+ claims: \d+ yes · \d+ partly · \d+ "
+                     r"no\.</strong>", html)
+    assert re.search(r"<li>Universal Transformer: \d+ yes · \d+ partly · "
+                     r"\d+ no</li>", html)
+    assert html.count("<th>verdict</th>") == 1
+    assert "<th>paper</th>" in html and "<th>ours</th>" in html
+    assert html.count('<details class="info">') >= 5
+    assert "<summary>Music Transformer: command, data" in html
     assert "results/music_transformer_jsb.json" in html
-    assert "results/babi_memory_network.json" in html
+    assert "results/babi_memory_network_d20.json" in html
+    assert 'src="../reproductions.png"' in html
+    assert (site / "reproductions.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_the_model_pages_render_their_babi_results(built_site):

@@ -11,6 +11,7 @@ web worker, which a file:// page may not start) from a thread."""
 import functools
 import html.parser
 import http.server
+import re
 import threading
 import urllib.error
 import urllib.parse
@@ -123,6 +124,44 @@ def test_search_finds_a_layer_and_links_to_its_page(browser, site_url):  # noqa:
     browser.get(target)
     assert "Multi-head self-attention that sees how far apart" in _text(
         browser)
+
+
+def test_the_reproductions_page_shows_its_scoreboard(
+        browser, site_url):  # noqa: F811
+    """The verdicts counted overall and by system, then one table with a
+    row per claim (as many as counted), the plot, and each system's
+    details, collapsed until opened."""
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{site_url}reproductions/")
+    text = _text(browser)
+    overall = re.search(r"(\d+) claims: \d+ yes · \d+ partly · \d+ no\.",
+                        text)
+    assert overall, text[:2000]
+    assert re.search(r"Universal Transformer: \d+ yes · \d+ partly · \d+ no",
+                     text)
+    table = browser.execute_script(
+        "const table = document.querySelector('article table');"
+        "return [Array.from(table.querySelectorAll('thead th'))"
+        "        .map(th => th.textContent.trim()),"
+        "        Array.from(table.querySelectorAll('tbody tr'))"
+        "        .map(tr => tr.lastElementChild.textContent.trim())];")
+    headers, verdicts = table
+    assert headers == ["system", "#", "claim", "paper", "ours", "verdict"]
+    assert len(verdicts) == int(overall.group(1))
+    assert set(verdicts) <= {"✓ yes", "◐ partly", "✗ no"}
+    assert browser.execute_script(
+        "const image = document.querySelector("
+        "'article img[src$=\"reproductions.png\"]');"
+        "return image.complete && image.naturalWidth > 0;")
+    details = browser.find_elements(By.CSS_SELECTOR, "article details")
+    assert len(details) >= 5
+    assert not any(block.get_attribute("open") for block in details)
+    command = details[0].find_element(By.CSS_SELECTOR, "pre")
+    assert not command.is_displayed()
+    details[0].find_element(By.CSS_SELECTOR, "summary").click()
+    _wait(browser, lambda driver: command.is_displayed())
+    assert "benchmarks" in command.text or ".py" in command.text
 
 
 class _References(html.parser.HTMLParser):
