@@ -12,6 +12,17 @@ from keras_attention import ops as attention_ops
 from keras_attention.layers.transformer_encoder import TransformerEncoder
 
 
+def _unit_norm(state, epsilon=1e-5):
+    """The halting unit's input: each position's state centred and scaled
+    to norm 1 (a layer normalization without weights, divided by √D).
+    `(B, T, D)` -> float32 `(B, T, D)`."""
+    state = ops.cast(state, "float32")
+    centred = state - ops.mean(state, axis=-1, keepdims=True)
+    variance = ops.mean(ops.square(centred), axis=-1, keepdims=True)
+    return centred * ops.rsqrt(variance + epsilon) / float(
+        state.shape[-1]) ** 0.5
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class UniversalTransformerEncoder(keras.layers.Layer):
     """A Transformer encoder block shared across `max_steps` recurrent
@@ -19,23 +30,24 @@ class UniversalTransformerEncoder(keras.layers.Layer):
     step, as sinusoids) before the block: `h_t = Block(h_{t−1} + P_t)`.
 
     With `act=True`, Adaptive Computation Time (Graves, 2016) decides per
-    position how many steps to take: a halting unit gives
-    `p_t = sigmoid(w·h + b)` from the step's input (`b` starts at 1, as in
-    tensor2tensor, so `p ≈ 0.73` and most positions start by halting at
-    the second step); a position keeps running while its summed halting
-    probability stays at or below `act_threshold` (1 − ε); at the step
-    that would cross it, and at the last step for positions still
-    running, it halts and spends its remainder `R = 1 − Σ p`. The output
-    is the sum of the step states weighted by `p_t` (running steps) and
-    the remainder (the halting step), so each position's weights sum to 1.
-    The ponder cost `N + R` (steps taken plus remainder, averaged over real
+    position how many steps to take: a halting unit gives `p_t = sigmoid(w·ĥ
+    + b)` from the step's input `h`, centred and scaled to norm 1 (`ĥ`;
+    tensor2tensor reads `h` itself, see below), `b` starting at 1 as in
+    tensor2tensor and `w` at 0, so `p = 0.73` and every position starts by
+    halting at the second step; a position keeps running while its summed
+    halting probability stays at or below `act_threshold` (1 − ε); at the
+    step that would cross it, and at the last step for positions still
+    running, it halts and spends its remainder `R = 1 − Σ p`. The output is
+    the sum of the step states weighted by `p_t` (running steps) and the
+    remainder (the halting step), so each position's weights sum to 1. The
+    ponder cost `N + R` (steps taken plus remainder, averaged over real
     positions) times `ponder_weight` is added to the layer's losses. As in
-    the authors' code, every step computes the block for every position
-    (the static loop fits any backend and XLA): a halted position's
-    *output* is frozen, but its state keeps being transformed and the
-    running positions attend to that state. The output is Graves' weighted
-    sum of the step states; the authors' code interpolates instead (`w·h_t
-    + (1 − w)·previous`), whose weights do not sum to 1.
+    the authors' code, every step computes the block for every position (the
+    static loop fits any backend and XLA): a halted position's *output* is
+    frozen, but its state keeps being transformed and the running positions
+    attend to that state. The output is Graves' weighted sum of the step
+    states; the authors' code interpolates instead (`w·h_t + (1 −
+    w)·previous`), whose weights do not sum to 1.
 
     Halting after the first step is absorbing: when `p_1 > 1 − ε`, `N = 1`
     and `R = 1` whatever `p_1` is, so neither the ponder cost nor the task
@@ -45,6 +57,16 @@ class UniversalTransformerEncoder(keras.layers.Layer):
     positions), or the positions whose output nothing reads see only the
     ponder cost and drag the shared unit to one step
     (`keras_attention.models.UniversalTransformerReader`, `readout`).
+    Why the unit reads a unit-norm input: the ponder cost's gradient has
+    one sign, and Adam moves each of the unit's `D` weights by about the
+    learning rate a step whatever that gradient's size, so the halting
+    logit moves by about `lr · Σ|h_i|` a step. On the raw step input (norm
+    about 16 on bAbI at D = 128) that crossed `1 − ε` at most positions
+    within the first epoch or two at a constant 1e-3, before the task had
+    learnt to use a second step, and the model stayed at one step; read
+    at norm 1 the unit moves some 16 times slower, the task learns first,
+    and the ponder times rise where a second hop is needed
+    (docs/models/universal-transformer.md has the measurements).
 
     With `normalize_first=True` (pre-norm, tensor2tensor's UT) a final
     layer normalization is applied to the output, as tensor2tensor's
@@ -60,6 +82,14 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         act: bool, Adaptive Computation Time.
         act_threshold: float in (0, 1], the halting threshold 1 − ε.
         ponder_weight: float >= 0, the ponder cost's weight in the losses.
+        halting_initializer: the halting unit's kernel initializer;
+            `"zeros"` (default) starts every position at `p = sigmoid(1)`.
+            The unit reads the step input, whose norm is about √D times
+            the embeddings' scale, so a Glorot kernel gives halting logits
+            spread by several units: on real bAbI (D = 128) the initial
+            mean ponder time ranged from 2.0 to 6.7 by seed, on TensorFlow
+            and JAX alike, and a model that starts near one step is the
+            first to collapse (docs/models/universal-transformer.md).
 
     Call arguments:
         inputs: `(batch, seq_len, dim)`.
@@ -97,7 +127,8 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                  act_threshold=0.99, ponder_weight=0.01, key_dim=None,
                  dropout=0.0, activation="relu", layer_norm_epsilon=1e-5,
                  normalize_first=False, kernel_initializer="glorot_uniform",
-                 bias_initializer="zeros", **kwargs):
+                 bias_initializer="zeros", halting_initializer="zeros",
+                 **kwargs):
         super().__init__(**kwargs)
         self.intermediate_dim = _validation.positive_int("intermediate_dim",
                                                          intermediate_dim)
@@ -125,6 +156,8 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         self.normalize_first = bool(normalize_first)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.halting_initializer = keras.initializers.get(
+            halting_initializer)
         self.supports_masking = True
 
     def build(self, inputs_shape):
@@ -142,12 +175,14 @@ class UniversalTransformerEncoder(keras.layers.Layer):
             dtype=self.dtype_policy, name="block")
         self.block.build(inputs_shape)
         if self.act:
-            # b = 1 (tensor2tensor's act_halting_bias_init): p ~ 0.73, so
-            # most positions start by halting at the second step.
+            # b = 1 (tensor2tensor's act_halting_bias_init) and a zero
+            # kernel: p = 0.73 at every position, so every position starts
+            # by halting at the second step, whatever the seed (see
+            # `halting_initializer`).
             self.halting = keras.layers.Dense(
                 1, activation="sigmoid",
                 kernel_initializer=keras.initializers.get(
-                    keras.initializers.serialize(self.kernel_initializer)),
+                    keras.initializers.serialize(self.halting_initializer)),
                 bias_initializer=keras.initializers.Constant(1.0),
                 dtype=self.dtype_policy, name="halting")
             self.halting.build(inputs_shape)
@@ -201,7 +236,8 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         output = ops.zeros_like(inputs)
         for step in range(self.max_steps):
             state = self._step_input(state, step)
-            probability = ops.cast(self.halting(state)[..., 0], "float32")
+            probability = ops.cast(
+                self.halting(_unit_norm(state))[..., 0], "float32")
             last = step == self.max_steps - 1
             crossing = ops.cast(
                 halted_sum + probability * running > self.act_threshold,
@@ -242,5 +278,7 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                 self.kernel_initializer),
             "bias_initializer": keras.initializers.serialize(
                 self.bias_initializer),
+            "halting_initializer": keras.initializers.serialize(
+                self.halting_initializer),
         })
         return config

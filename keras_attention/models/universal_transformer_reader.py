@@ -19,7 +19,7 @@ def newest_first(story):
     """A story's sentences newest first, the empty slots still last.
 
     `(B, M, J)` word ids, the sentences in slots `0..n-1` oldest first (as
-    `keras_attention.text.babi.vectorize_babi` writes them) -> the same
+    `keras_attention.data.babi.vectorize_babi` writes them) -> the same
     sentences with the most recent in slot 0, the other slots 0.
     """
     filled = ops.any(ops.not_equal(story, 0), axis=-1)  # (B, M)
@@ -89,7 +89,7 @@ class UniversalTransformerReader(keras.Model):
 
     Call arguments:
         inputs: dict `{"story": (B, M, J) int, "question": (B, J) int}`,
-            as `keras_attention.text.babi.vectorize_babi` gives them.
+            as `keras_attention.data.babi.vectorize_babi` gives them.
         return_ponder: bool; also return the ponder time of the question
             and of each sentence `(B, 1 + M)`, the sentences in the
             inputs' slot order whatever `newest_first` is.

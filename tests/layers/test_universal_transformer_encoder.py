@@ -92,7 +92,12 @@ def act_reference(encoder, inputs, padding):
     weights = []
     for step in range(steps):
         state = state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None]
-        p = as_numpy(encoder.halting(state))[..., 0].astype("float64")
+        # The unit reads the state centred and scaled to norm 1.
+        centred = state - state.mean(-1, keepdims=True)
+        unit = centred / np.sqrt((centred ** 2).mean(-1, keepdims=True)
+                                 + 1e-5) / np.sqrt(DIM)
+        p = as_numpy(encoder.halting(unit.astype("float32")))[..., 0].astype(
+            "float64")
         weight = np.zeros((BATCH, LENGTH))
         for b in range(BATCH):
             for t in range(LENGTH):
@@ -116,7 +121,9 @@ def act_reference(encoder, inputs, padding):
                                              (0.99, -6.0), (1e-3, 0.0)],
                          ids=["default", "half", "never_halts", "at_once"])
 def test_act_matches_graves_rule_and_weights_sum_to_one(threshold, bias):
-    encoder = _encoder(act=True, act_threshold=threshold, ponder_weight=0.1)
+    # A random kernel, so the positions' halting probabilities differ.
+    encoder = _encoder(act=True, act_threshold=threshold, ponder_weight=0.1,
+                       halting_initializer="glorot_uniform")
     encoder.halting.bias.assign(np.full((1,), bias, "float32"))
     inputs, padding = _inputs(), _padding()
     output, ponder = encoder(inputs, padding_mask=padding,
@@ -156,6 +163,18 @@ def test_act_golden_values_for_a_constant_halting_probability(
     assert_allclose(got, np.full((BATCH, LENGTH), ponder), atol=1e-5)
     assert_allclose(output, _by_hand(encoder, inputs, padding, weights),
                     atol=1e-4)
+
+
+def test_every_position_starts_at_the_same_halting_probability():
+    """The default zero kernel: p = sigmoid(1) at every position and step,
+    so every position halts at step 2 with R = 1 - sigmoid(1), whatever
+    its input (a Glorot kernel on real bAbI gave initial ponder times from
+    2.0 to 6.7 by seed)."""
+    encoder = _encoder(act=True)
+    _, ponder = encoder(_inputs() * 30.0, padding_mask=_padding(),
+                        return_ponder=True)
+    expected = 2.0 + 1.0 - 1.0 / (1.0 + np.exp(-1.0))
+    np.testing.assert_allclose(as_numpy(ponder), expected, atol=1e-5)
 
 
 def test_act_gradient_reaches_the_halting_unit():

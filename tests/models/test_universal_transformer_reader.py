@@ -2,7 +2,11 @@
 nothing, newest-first order, the answer reads the mean or the question's
 state, two hops need two steps (a learning test), training, saving."""
 
+import json
 import os
+import pathlib
+import subprocess
+import sys
 
 import keras
 import numpy as np
@@ -15,6 +19,7 @@ from keras_attention.models.universal_transformer_reader import newest_first
 from tests.backend import as_numpy
 from tests.backend import assert_allclose
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 RNG = np.random.default_rng(3)
 VOCABULARY, WORDS = 20, 4
 
@@ -179,6 +184,55 @@ def test_two_hops_need_two_steps(steps, learns):
         assert accuracy >= 0.9, accuracy
     else:
         assert accuracy <= 0.45, accuracy
+
+
+def act_two_hops(epochs=25):
+    """Train an ACT reader (3 steps at most, the mean readout, Adam at a
+    constant 2e-3) on the two-hop task; returns its test accuracy, the
+    questions' mean ponder time and the fraction of questions that took
+    more than one step. Run in a subprocess per backend
+    (`test_act_learns_two_hops_with_more_than_one_step`)."""
+    rng = np.random.default_rng(0)
+    inputs, answers, vocabulary = _two_hop_task(4000, rng)
+    test_inputs, test_answers, _ = _two_hop_task(500, rng)
+    keras.utils.set_random_seed(0)
+    reader = UniversalTransformerReader(
+        vocabulary_size=vocabulary, sentence_size=3, hidden_dim=64,
+        num_heads=4, intermediate_dim=128, max_steps=3, act=True)
+    reader.compile(optimizer=keras.optimizers.Adam(2e-3),
+                   loss=keras.losses.SparseCategoricalCrossentropy(
+                       from_logits=True))
+    reader.fit(inputs, answers, epochs=epochs, batch_size=64, verbose=0)
+    logits, ponder = reader(test_inputs, return_ponder=True)
+    question = as_numpy(ponder)[:, 0].astype("float64")
+    predicted = np.argmax(as_numpy(logits), -1)
+    return {"accuracy": float(np.mean(predicted == test_answers)),
+            "question_ponder": float(question.mean()),
+            "more_than_one_step": float(np.mean(question > 2.0 + 1e-6))}
+
+
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_act_learns_two_hops_with_more_than_one_step(backend):
+    """A learning test of ACT on both backends: the two-hop question needs
+    a second step (one step stays near 45%, `test_two_hops_need_two_steps`),
+    and ACT must find it: accuracy and a ponder time above one step
+    (N + R > 2). Before the halting unit read a unit-norm input, the
+    ponder cost drove every position to one step within the first epochs
+    (measured: ponder 2.00, 51-53% accuracy after 25 epochs on TensorFlow;
+    with the fix 100%, the question's ponder 3.4 on both backends)."""
+    script = ("import json; from tests.models.test_universal_transformer"
+              "_reader import act_two_hops; print(json.dumps(act_two_hops()"
+              "))")
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True,
+        timeout=600, cwd=ROOT,
+        env={**os.environ, "KERAS_BACKEND": backend,
+             "TF_CPP_MIN_LOG_LEVEL": "3"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    measured = json.loads(result.stdout.strip().splitlines()[-1])
+    assert measured["accuracy"] >= 0.9, measured
+    assert measured["question_ponder"] > 2.5, measured
+    assert measured["more_than_one_step"] >= 0.9, measured
 
 
 def test_learns_babi_task_1_and_saves(tmp_path):
