@@ -4,7 +4,7 @@ bAbI v1.2 tasks, beside the papers' Table 1.
 Data: Facebook's bAbI QA tasks v1.2 (`--data`, or `$KERAS_ATTENTION_BABI_DIR`,
 or the project's copy `../shared/data/babi`): `en/` (1k questions per task)
 and `en-10k/` (10k). Each task's training file loses 10% of its stories to a
-validation set (`keras_attention.text.babi.split_validation`, by seed); the
+validation set (`keras_attention.data.babi.split_validation`, by seed); the
 epoch kept is the one with the best validation accuracy (then the lowest
 validation loss); the test file is scored once, with that epoch's weights.
 Stories keep their most recent `--memory-size` sentences (50, as
@@ -49,7 +49,7 @@ sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import harness  # noqa: E402
 
-from keras_attention.text import babi  # noqa: E402
+from keras_attention.data import babi  # noqa: E402
 
 MODELS = ("universal_transformer", "memory_network")
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
@@ -85,6 +85,12 @@ UT_APPENDIX_E = {  # task -> error (%): 10k single, 10k joint, 1k single, 1k joi
     18: (0.0, 0.0, 0.0, 4.1), 19: (2.8, 3.1, 47.1, 68.2),
     20: (0.0, 0.0, 2.4, 2.4),
 }
+# The paper's appendix also gives the mean ± std over its 10 seeds, the
+# fair comparator for our few seeds (issue 53 read them: 10k task 2, and
+# the 1k joint 20-task mean): (size, setting, task or None for the
+# 20-task mean) -> (mean, std), error (%).
+UT_TEN_SEEDS = {("10k", "single", 2): (0.2, 0.4),
+                ("1k", "joint", None): (11.21, 6.65)}
 UT_COLUMNS = [("10k", "single"), ("10k", "joint"), ("1k", "single"),
               ("1k", "joint")]
 # Sukhbaatar et al. 2015, Table 1 (1k), MemN2N "PE LS RN", per task, as
@@ -159,12 +165,54 @@ def build_model(args, vocabulary_size, sentence_size, seed):
             random_noise=args.random_noise, seed=seed)
         # The paper rescales each weight's gradient to norm 40 at most.
         clip = "clipnorm"
-    model.compile(
-        optimizer=keras.optimizers.Adam(args.learning_rate,
-                                        **{clip: args.clipnorm}),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
-        metrics=["accuracy"])
+    paper = args.protocol == "paper"
+    if paper:
+        optimizer = keras.optimizers.SGD(args.learning_rate,
+                                         **{clip: args.clipnorm})
+    elif args.schedule == "rsqrt":
+        from keras_attention.training import TransformerSchedule
+
+        # tensor2tensor's `constant*linear_warmup*rsqrt_decay*
+        # rsqrt_hidden_size` with constant 2: about 2e-3 at the end of
+        # 8,000 warm-up steps for 128 units, then 1/sqrt(step); its Adam
+        # (beta_2 0.997, epsilon 1e-9, transformer_base's).
+        optimizer = keras.optimizers.Adam(
+            TransformerSchedule(args.hidden, args.warmup_steps,
+                                scale=args.lr_scale),
+            beta_2=0.997, epsilon=1e-9, **{clip: args.clipnorm})
+    else:
+        optimizer = keras.optimizers.Adam(args.learning_rate,
+                                          **{clip: args.clipnorm})
+    if args.label_smoothing > 0:  # the answers come one-hot (`one_hot`)
+        loss = keras.losses.CategoricalCrossentropy(
+            from_logits=True, label_smoothing=args.label_smoothing)
+    else:
+        loss = keras.losses.SparseCategoricalCrossentropy(
+            from_logits=True,
+            # The memory network's reference code sums the loss over the
+            # batch (`loss.size_average = false`), so a step's gradient is
+            # 32 times the mean's and the clip at 40 acts on that.
+            reduction="sum" if paper else "sum_over_batch_size")
+    model.compile(optimizer=optimizer, loss=loss, metrics=["accuracy"])
     return model
+
+
+def one_hot(answers, vocabulary_size):
+    """`(N,)` answer ids -> `(N, V)` float32, for a label-smoothed loss."""
+    return np.eye(vocabulary_size, dtype="float32")[answers]
+
+
+def paper_learning_rate(args, epoch):
+    """The learning rate of `epoch` (1-based) under the memory network
+    paper's protocol, as its reference code (`config_babi.m`, `train.m`,
+    `train_linear_start.m`) runs it: `--linear-epochs` at the initial rate
+    (the linear start's decay step, 21, is never reached in 20 epochs),
+    then the softmax phase from the same rate, halved at the start of each
+    of its epochs 25, 50, 75 and 100 (`mod(ep, 25) == 0`)."""
+    phase_epoch = epoch - args.linear_epochs
+    if phase_epoch <= 0:
+        return args.learning_rate
+    return args.learning_rate * 0.5 ** (phase_epoch // args.decay_every)
 
 
 def predict(model, inputs, batch_size, ponder=False):
@@ -187,44 +235,149 @@ def predict(model, inputs, batch_size, ponder=False):
     return (answers, np.concatenate(times)) if ponder else answers
 
 
-def train(args, model, data, seconds_left):
+class Checkpoint:
+    """A run's checkpoint, so a run stopped by `--minutes` (or killed)
+    continues with `--resume` where it stopped: the model's weights and
+    the optimizer's variables (its step, so a schedule goes on), the
+    weights of the best validation epoch, the data order's generator and
+    the run's counters (`state`: epoch, examples seen, training seconds,
+    validation curve, best). Each save replaces the last, the state file
+    written last and atomically, so a run killed mid-save resumes from the
+    previous epoch."""
+
+    def __init__(self, directory):
+        self.directory = pathlib.Path(directory)
+
+    @property
+    def state_path(self):
+        return self.directory / "state.json"
+
+    def exists(self):
+        return self.state_path.is_file()
+
+    def save(self, model, state, best_weights=None):
+        import json
+
+        import keras
+
+        self.directory.mkdir(parents=True, exist_ok=True)
+        model.save_weights(self.directory / "last.weights.h5")
+        np.savez(self.directory / "optimizer.npz", *[
+            keras.ops.convert_to_numpy(v) for v in model.optimizer.variables])
+        if best_weights is not None:
+            np.savez(self.directory / "best.npz", *best_weights)
+        temporary = self.state_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(state, indent=1))
+        temporary.replace(self.state_path)
+
+    def load(self, model, batch):
+        """Restore `model` (built on `batch`) and its optimizer; returns
+        (state, the best weights or None)."""
+        import json
+
+        state = json.loads(self.state_path.read_text())
+        model(batch)
+        model.load_weights(self.directory / "last.weights.h5")
+        model.optimizer.build(model.trainable_variables)
+        saved = np.load(self.directory / "optimizer.npz")
+        variables = model.optimizer.variables
+        if len(saved.files) != len(variables):
+            raise ValueError(
+                f"{self.directory}: the checkpoint's optimizer has "
+                f"{len(saved.files)} variables, this model's "
+                f"{len(variables)}: was it written with other settings?")
+        for index, variable in enumerate(variables):
+            variable.assign(saved[f"arr_{index}"])
+        best = None
+        if (self.directory / "best.npz").is_file():
+            stored = np.load(self.directory / "best.npz")
+            best = [stored[f"arr_{i}"] for i in range(len(stored.files))]
+        return state, best
+
+
+def train(args, model, data, seconds_left, seed=0, checkpoint=None,
+          on_epoch=None):
     """Fit epoch by epoch, keeping the weights of the best validation
-    accuracy (ties: lower loss); stops at `--epochs` or when the run's
-    minutes are spent. Returns (best epoch, its validation accuracy,
-    epochs run, training examples seen, the validation accuracy of every
-    epoch)."""
+    accuracy (ties: lower loss), or with `--epoch-selection last` the
+    last epoch's (the memory network paper's reference code tests the
+    model it ends with); stops at `--epochs` or when this invocation's
+    `seconds_left` are spent. `seed` draws the data order (the paper
+    protocol's batches with replacement, else a permutation an epoch).
+
+    With a `Checkpoint`, every epoch is saved to it, and a run whose
+    checkpoint exists continues from it (`--resume`): the same data order
+    and schedule as one uninterrupted run. `on_epoch(state)` is called
+    after every evaluation (the results file is rewritten there).
+
+    Returns the state: `epoch`, `seen` (training examples), `seconds`
+    (training time over every piece), `curve` (validation accuracy per
+    epoch), `best` ([accuracy, -loss, epoch]), `steps`, `finished`."""
     (inputs, answers), (valid_inputs, valid_answers) = data
-    best = (-1.0, -np.inf, 0)  # accuracy, -loss, epoch
+    draws = np.random.default_rng(seed)
+    state = {"epoch": 0, "seen": 0, "seconds": 0.0, "curve": [],
+             "best": [-1.0, -1e30, 0], "steps": 0, "finished": False}
     weights = None
+    if checkpoint is not None and checkpoint.exists():
+        state, weights = checkpoint.load(
+            model, {key: value[:2] for key, value in inputs.items()})
+        draws.bit_generator.state = state.pop("draws")
+        print(f"  resumed from {checkpoint.directory} at epoch "
+              f"{state['epoch']} ({state['seconds'] / 60:.1f} min trained)",
+              flush=True)
     started = time.perf_counter()
-    epoch = seen = 0
-    curve = []
     linear = args.model == "memory_network" and args.linear_epochs > 0
-    if linear:
-        model.linear_start = True
-    while epoch < args.epochs:
+    paper = args.protocol == "paper"
+    model.linear_start = linear and state["epoch"] < args.linear_epochs \
+        if args.model == "memory_network" else False
+    while state["epoch"] < args.epochs:
+        epoch_started = time.perf_counter()
+        epoch = state["epoch"]
         if linear and epoch == args.linear_epochs:
             model.linear_start = False
-            best, weights = (-1.0, -np.inf, 0), None  # select on softmax
-        model.fit(inputs, answers, batch_size=args.batch_size, epochs=1,
-                  verbose=0, shuffle=True)
-        epoch += 1
-        seen += len(answers)
+            state["best"], weights = [-1.0, -1e30, 0], None  # softmax
+        if paper:
+            model.optimizer.learning_rate.assign(
+                paper_learning_rate(args, epoch + 1))
+            # The reference code draws each batch's questions with
+            # replacement, floor(N / batch) batches an epoch.
+            count = len(answers) // args.batch_size * args.batch_size
+            picked = draws.integers(0, len(answers), count)
+        else:
+            count = len(answers)
+            picked = draws.permutation(count)
+        model.fit({key: value[picked] for key, value in inputs.items()},
+                  answers[picked], batch_size=args.batch_size, epochs=1,
+                  verbose=0, shuffle=False)
+        state["seen"] += count
+        state["steps"] += -(-count // args.batch_size)
+        state["epoch"] = epoch = epoch + 1
         loss, accuracy = model.evaluate(valid_inputs, valid_answers,
                                         batch_size=256, verbose=0)
-        curve.append(round(float(accuracy), 4))
+        state["curve"].append(round(float(accuracy), 4))
+        state["seconds"] += time.perf_counter() - epoch_started
         if args.verbose:
             print(f"  epoch {epoch}: validation accuracy {accuracy:.3f} "
                   f"loss {loss:.3f}", flush=True)
-        if (accuracy, -loss) > best[:2]:
-            best, weights = (accuracy, -loss, epoch), model.get_weights()
+        improved = False
+        if args.epoch_selection == "last":
+            state["best"], weights = [float(accuracy), -float(loss), epoch], None
+        elif (accuracy, -loss) > tuple(state["best"][:2]):
+            state["best"] = [float(accuracy), -float(loss), epoch]
+            weights, improved = model.get_weights(), True
+        state["finished"] = epoch >= args.epochs
+        if checkpoint is not None:
+            checkpoint.save(model, {**state,
+                                    "draws": draws.bit_generator.state},
+                            weights if improved else None)
+        if on_epoch is not None:
+            on_epoch(state)
         if time.perf_counter() - started > seconds_left:
             break
     if weights is not None:
         model.set_weights(weights)
-    if linear:
+    if args.model == "memory_network":
         model.linear_start = False
-    return best[2], best[0], epoch, seen, curve
+    return state
 
 
 def vectorize(samples, vocabulary, args, sentence_size):
@@ -250,9 +403,12 @@ def ponder_by_role(samples, ponder, memory_size):
             "ponder_other": mean(other)}
 
 
-def run_group(args, tasks, loaded, seed, started):
+def run_group(args, tasks, loaded, seed, started, checkpoint=None,
+              on_epoch=None):
     """Train one model on `tasks` (one task, or every task for --joint)
-    and return a row per task."""
+    and return a row per task (`finished`: False where the run stopped at
+    its minutes before its epochs; `--resume` continues it from
+    `checkpoint`). `on_epoch(state)` after every evaluation."""
     train_samples = [s for t in tasks for s in loaded[t].train]
     valid_samples = [s for t in tasks for s in loaded[t].valid]
     vocabulary = babi.BabiVocabulary.from_samples(
@@ -265,13 +421,26 @@ def run_group(args, tasks, loaded, seed, started):
         for text in s.sentences[-args.memory_size:] + (s.question,))
     data = (vectorize(train_samples, vocabulary, args, sentence_size),
             vectorize(valid_samples, vocabulary, args, sentence_size))
+    if args.label_smoothing > 0:
+        data = tuple((inputs, one_hot(answers, len(vocabulary)))
+                     for inputs, answers in data)
     model = build_model(args, len(vocabulary), sentence_size, seed)
-    begun = time.perf_counter()
-    best_epoch, valid_accuracy, epochs, seen, curve = train(
-        args, model, data, args.minutes * 60.0)
-    seconds = time.perf_counter() - begun
-    rows = []
     act = args.model == "universal_transformer" and not args.no_act
+    state = train(args, model, data, args.minutes * 60.0, seed=seed,
+                  checkpoint=checkpoint, on_epoch=on_epoch)
+    best_epoch, valid_accuracy = state["best"][2], state["best"][0]
+    epochs, seen, curve = state["epoch"], state["seen"], state["curve"]
+    seconds = state["seconds"]
+    # The training error of the weights kept, without the random noise:
+    # the memory network paper keeps, of its 10 runs, the one with the
+    # lowest training error.
+    train_inputs, train_answers = data[0]
+    if train_answers.ndim == 2:  # one-hot
+        train_answers = np.argmax(train_answers, -1)
+    train_accuracy = float(np.mean(
+        predict(model, train_inputs, 256, ponder=act)[0] == train_answers
+        if act else predict(model, train_inputs, 256) == train_answers))
+    rows = []
     for task in tasks:
         test = loaded[task].test
         inputs, answers = vectorize(test, vocabulary, args, sentence_size)
@@ -288,6 +457,9 @@ def run_group(args, tasks, loaded, seed, started):
                 "joint" if args.joint else "single"),
             "best_epoch": best_epoch, "epochs": epochs,
             "valid_accuracy": float(valid_accuracy),
+            "train_error": 100.0 * (1.0 - train_accuracy),
+            "steps": state["steps"], "minutes": seconds / 60.0,
+            "finished": state["finished"],
             "valid_curve": curve,
             "train_questions": len(train_samples),
             "seconds": seconds,
@@ -335,7 +507,7 @@ def summary(rows):
         chosen = {t: max((r for r in group if r["task"] == t),
                          key=lambda r: (r["valid_accuracy"], -r["seed"]))
                   for t in tasks}
-        out.append({
+        entry = {
             "model": model, "size": size, "setting": setting,
             "tasks": tasks, "seeds": len(seeds),
             "best_of_seeds_error": float(np.mean(
@@ -349,7 +521,26 @@ def summary(rows):
             else 0.0,
             "failed": [t for t, e in per_task.items() if e > FAILED_ERROR],
             "per_task": per_task,
-        })
+        }
+        if all("train_error" in r for r in group):
+            # The memory network paper's selection: of the runs of a
+            # task, the one with the lowest training error (ties: the
+            # better validation, then the lower seed).
+            by_train = {t: min((r for r in group if r["task"] == t),
+                               key=lambda r: (r["train_error"],
+                                              -r["valid_accuracy"],
+                                              r["seed"]))
+                        for t in tasks}
+            entry.update({
+                "best_of_seeds_by_train_error": float(np.mean(
+                    [by_train[t]["test_error"] for t in tasks])),
+                "best_of_seeds_by_train_error_per_task": {
+                    t: by_train[t]["test_error"] for t in tasks},
+                "best_of_seeds_by_train_error_failed": [
+                    t for t in tasks
+                    if by_train[t]["test_error"] > FAILED_ERROR],
+            })
+        out.append(entry)
     return out
 
 
@@ -376,41 +567,109 @@ def claims(rows, command):
             paper = ("Sukhbaatar et al. 2015", "Table 1")
             label = f"MemN2N PE LS RN, 1k {setting}"
         best_of = group["seeds"] > 1
+        base_label = label
         if best_of:
             label += f", best of {group['seeds']} seeds by validation"
         if count > 1:
-            ours = (group["best_of_seeds_error"] if best_of
-                    else group["mean_error"])
-            failed = (group["best_of_seeds_failed"] if best_of
-                      else group["failed"])
             theirs_subset = float(np.mean(
                 [paper_task_error(model, t, size, setting) for t in tasks]))
-            target = max(theirs_mean, theirs_subset) + 2.0
+            # The UT's tolerance: 2 points; the memory network's: 1 point
+            # (issue 53: at or below 14.9% against 13.9%).
+            target = max(theirs_mean, theirs_subset) + (
+                1.0 if model == "memory_network" else 2.0)
+            selections = [(label, "best_of_seeds_error",
+                           "best_of_seeds_failed") if best_of
+                          else (label, "mean_error", "failed")]
+            if best_of and "best_of_seeds_by_train_error" in group:
+                selections.append((
+                    f"{base_label}, best of {group['seeds']} seeds by "
+                    "training error (the paper's selection)",
+                    "best_of_seeds_by_train_error",
+                    "best_of_seeds_by_train_error_failed"))
+            for name, key, failed_key in selections:
+                ours, failed = group[key], group[failed_key]
+                out.append({
+                    "paper": paper[0], "table": paper[1],
+                    "claim": f"{name}: mean error over {count} tasks "
+                             f"(failed tasks, > 5%; within "
+                             f"{target - max(theirs_mean, theirs_subset):g}"
+                             " points)",
+                    "theirs": f"{theirs_mean:.2f}% over 20 "
+                              f"({theirs_failed} failed); "
+                              f"{theirs_subset:.2f}% over these {count}",
+                    "ours": f"{ours:.2f}% ({len(failed)} failed: "
+                            f"{failed})",
+                    "theirs_value": theirs_mean if count == 20
+                    else theirs_subset,
+                    "ours_value": float(ours),
+                    "reproduced": "yes" if ours <= target and len(
+                        failed) <= max(theirs_failed, 1) else "no",
+                    "seeds": group["seeds"], "data": data,
+                    "command": command})
+        ten = UT_TEN_SEEDS.get((size, setting, None)) if (
+            model == "universal_transformer" and count == 20) else None
+        if ten is not None:
+            per_seed = [float(np.mean([r["test_error"] for r in rows if (
+                r["model"], r["size"], r["setting"], r["seed"]) == (
+                model, size, setting, seed)])) for seed in sorted(
+                {r["seed"] for r in rows if (r["model"], r["size"],
+                                             r["setting"]) == (
+                    model, size, setting)})]
+            ours = float(np.mean(per_seed))
             out.append({
-                "paper": paper[0], "table": paper[1],
-                "claim": f"{label}: mean error over {count} tasks "
-                         "(failed tasks, > 5%)",
-                "theirs": f"{theirs_mean:.2f}% over 20 ({theirs_failed} "
-                          f"failed); {theirs_subset:.2f}% over these "
-                          f"{count}",
-                "ours": f"{ours:.2f}% ({len(failed)} failed: {failed})",
-                "reproduced": "yes" if ours <= target and len(
-                    failed) <= max(theirs_failed, 1) else "no",
-                "seeds": group["seeds"], "data": data, "command": command})
+                "paper": paper[0], "table": "Appendix E",
+                "claim": f"{base_label}: mean error over 20 tasks, mean of "
+                         f"{len(per_seed)} seed{'s' * (len(per_seed) > 1)} "
+                         "against the paper's mean of 10 (within 2 points)",
+                "theirs": f"{ten[0]:.2f} ± {ten[1]:.2f}% (mean of 10 "
+                          f"seeds); {theirs_mean:.2f}% (best of 10)",
+                "ours": f"{ours:.2f}%" + (
+                    f" ± {np.std(per_seed):.2f}" if len(per_seed) > 1
+                    else "") + f" (mean of {len(per_seed)})",
+                "theirs_value": ten[0], "ours_value": ours,
+                "reproduced": "yes" if ours <= ten[0] + 2.0 else "no",
+                "seeds": len(per_seed), "data": data, "command": command})
         for task in tasks:
             theirs = paper_task_error(model, task, size, setting)
             if theirs is None or (count > 3 and task != 2):
                 continue
-            ours = group["best_of_seeds_per_task" if best_of
-                         else "per_task"][task]
+            ten = UT_TEN_SEEDS.get((size, setting, task)) if (
+                model == "universal_transformer") else None
+            if ten is not None:
+                # Like with like: our mean over seeds beside the paper's
+                # mean over its 10 seeds (its best of 10 shown too).
+                mine = [r["test_error"] for r in rows
+                        if (r["model"], r["size"], r["setting"], r["task"])
+                        == (model, size, setting, task)]
+                ours, theirs_value = float(np.mean(mine)), ten[0]
+                claim = (f"{base_label}: task {task} error, mean of "
+                         f"{len(mine)} seed{'s' * (len(mine) > 1)} against "
+                         "the paper's mean of 10 (within 1 point)")
+                theirs_text = (f"{ten[0]:.1f} ± {ten[1]:.1f}% (mean of 10 "
+                               f"seeds); {theirs:.1f}% (best of 10)")
+                ours_text = f"{ours:.1f}%" + (
+                    f" ± {np.std(mine):.1f}" if len(mine) > 1 else "") + (
+                    f" (mean of {len(mine)})")
+            else:
+                ours = group["best_of_seeds_per_task" if best_of
+                             else "per_task"][task]
+                theirs_value = theirs
+                claim = f"{label}: task {task} error (within 1 point)"
+                theirs_text = f"{theirs:.1f}%" + (
+                    " (best of 10)" if model == "universal_transformer"
+                    else "")
+                ours_text = f"{ours:.1f}%"
             out.append({
                 "paper": paper[0],
                 "table": "Appendix E" if model == "universal_transformer"
                 else paper[1],
-                "claim": f"{label}: task {task} error",
-                "theirs": f"{theirs:.1f}%", "ours": f"{ours:.1f}%",
-                "reproduced": "yes" if ours <= max(theirs, 1.0) + 1.0
-                else ("partly" if ours <= theirs + 5.0 else "no"),
+                "claim": claim, "theirs": theirs_text, "ours": ours_text,
+                "theirs_value": float(theirs_value),
+                "ours_value": float(ours),
+                # The page's definition: the figure, within the stated
+                # tolerance; "partly" is for orderings, none here.
+                "reproduced": "yes" if ours <= theirs_value + 1.0
+                else "no",
                 "seeds": group["seeds"], "data": data, "command": command})
     return out
 
@@ -465,15 +724,18 @@ def parser():
     p.add_argument("--seeds", type=int, default=1)
     p.add_argument("--seed", type=int, default=0, help="the first seed")
     p.add_argument("--epochs", type=int, default=None,
-                   help="default: 60 (UT), 90 (memory network: 30 linear "
-                        "start, then 60, as its example)")
+                   help="default: 60 (UT); memory network: 120 (the "
+                        "paper's 20 linear start + 100; joint 30 + 60), "
+                        "90 with --protocol adam")
     p.add_argument("--minutes", type=float, default=30.0,
-                   help="the most minutes of training per model")
+                   help="the most minutes of training per model in this "
+                        "invocation (--resume continues it)")
     p.add_argument("--memory-size", type=int, default=50)
     p.add_argument("--batch-size", type=int, default=None,
                    help="default: 64 (UT), 32 (memory network)")
     p.add_argument("--learning-rate", type=float, default=None,
-                   help="default: 1e-3 (UT), 5e-3 (memory network)")
+                   help="default: 1e-3 (UT), 5e-3 (memory network, both "
+                        "protocols)")
     p.add_argument("--clipnorm", type=float, default=None,
                    help="default: 5 (UT), 40 (memory network, the paper's)")
     ut = p.add_argument_group("universal_transformer")
@@ -486,14 +748,46 @@ def parser():
     ut.add_argument("--dropout", type=float, default=0.1)
     ut.add_argument("--readout", choices=("mean", "question"),
                     default="mean")
+    ut.add_argument("--schedule", choices=("rsqrt", "constant"),
+                    default="rsqrt",
+                    help="rsqrt (default, the authors' tensor2tensor "
+                         "schedule): linear warm-up over --warmup-steps "
+                         "to --lr-scale / sqrt(hidden * warmup), then "
+                         "1/sqrt(step); constant: --learning-rate")
+    ut.add_argument("--warmup-steps", type=int, default=8000)
+    ut.add_argument("--lr-scale", type=float, default=2.0)
+    ut.add_argument("--label-smoothing", type=float, default=None,
+                    help="default: 0.1 (UT, tensor2tensor's), 0 (memory "
+                         "network)")
     mn = p.add_argument_group("memory_network")
+    mn.add_argument("--protocol", choices=("paper", "adam"),
+                    default="paper",
+                    help="paper (default): Sukhbaatar et al.'s, as their "
+                         "reference code (facebook/MemNN, "
+                         "MemN2N-babi-matlab) runs it: SGD, the linear "
+                         "start, then the rate halved every --decay-every "
+                         "epochs, the loss summed over the batch, each "
+                         "weight's gradient clipped at norm 40, batches "
+                         "drawn with replacement, the last epoch's "
+                         "weights; adam: Adam at a constant rate, the "
+                         "batch-mean loss, the epoch of best validation "
+                         "(this project's earlier protocol)")
     mn.add_argument("--embedding-dim", type=int, default=None,
-                    help="default: 40 (single; the paper's is 20, the "
-                         "example's 40 did better on task 2), 50 (joint, "
-                         "the paper's)")
+                    help="default: 20 (single, the paper's; 40 with "
+                         "--protocol adam), 50 (joint, the paper's)")
     mn.add_argument("--hops", type=int, default=3)
-    mn.add_argument("--linear-epochs", type=int, default=30,
-                    help="epochs of linear start, within --epochs")
+    mn.add_argument("--linear-epochs", type=int, default=None,
+                    help="epochs of linear start, within --epochs "
+                         "(default: 20, joint 30, adam 30)")
+    mn.add_argument("--decay-every", type=int, default=None,
+                    help="--protocol paper: halve the rate every this "
+                         "many epochs after the linear start (default: "
+                         "25, joint 15)")
+    mn.add_argument("--epoch-selection", choices=("validation", "last"),
+                    default=None,
+                    help="the weights tested: the epoch of best "
+                         "validation accuracy, or the last (default: last "
+                         "with --protocol paper, else validation)")
     mn.add_argument("--random-noise", type=float, default=0.1)
     p.add_argument("--backend", choices=("auto", "jax", "tensorflow",
                                           "torch"), default="auto",
@@ -506,25 +800,56 @@ def parser():
     p.add_argument("--plot-task", type=int, default=None,
                    help="the task of --plot's story (default: the first)")
     p.add_argument("--verbose", action="store_true")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the runs of the results file from their "
+                        "checkpoints (the same command, and --minutes for "
+                        "this piece): finished runs are kept, a stopped "
+                        "one goes on with the same data order and "
+                        "schedule")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="where each run's checkpoint is kept, saved and "
+                        "the results file rewritten after every epoch "
+                        "(default: runs/babi for the UT; none for the "
+                        "memory network, whose runs take seconds, unless "
+                        "--resume)")
     harness.add_results_arguments(p, "babi_<model>")
     return p
 
 
 def finish_arguments(p, args):
     ut = args.model == "universal_transformer"
-    defaults = dict(epochs=60 if ut else 90, batch_size=64 if ut else 32,
+    if ut:  # the memory network's protocols do not apply
+        args.protocol = "adam"
+    paper = args.protocol == "paper"
+    if paper:  # config_babi.m and config_babi_joint.m
+        linear, decay = (30, 15) if args.joint else (20, 25)
+        epochs = linear + (60 if args.joint else 100)
+    else:
+        linear, decay, epochs = 30, 25, 60 if ut else 90
+    defaults = dict(epochs=epochs, batch_size=64 if ut else 32,
                     learning_rate=1e-3 if ut else 5e-3,
                     clipnorm=5.0 if ut else 40.0,
-                    embedding_dim=50 if args.joint else 40)
+                    embedding_dim=50 if args.joint else (
+                        20 if paper else 40),
+                    linear_epochs=linear, decay_every=decay,
+                    epoch_selection="last" if paper else "validation",
+                    label_smoothing=0.1 if ut else 0.0)
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     for name in ("seeds", "epochs", "memory_size", "batch_size", "hidden",
-                 "heads", "ff", "steps", "embedding_dim", "hops"):
+                 "heads", "ff", "steps", "embedding_dim", "hops",
+                 "decay_every"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, "
                     f"received: {getattr(args, name)!r}")
-    for name in ("minutes", "learning_rate", "clipnorm"):
+    if args.checkpoint_dir is None and (ut or args.resume):
+        args.checkpoint_dir = "runs/babi"
+    if not 0.0 <= args.label_smoothing < 1.0:
+        p.error("--label-smoothing must be in [0, 1), received: "
+                f"{args.label_smoothing!r}")
+    for name in ("minutes", "learning_rate", "clipnorm", "lr_scale",
+                 "warmup_steps"):
         if not getattr(args, name) > 0:
             p.error(f"--{name.replace('_', '-')} must be positive, "
                     f"received: {getattr(args, name)!r}")
@@ -545,12 +870,51 @@ def finish_arguments(p, args):
     return args
 
 
-def write(args, name, rows, command, complete):
+SETTINGS_NOT_COMPARED = ("results_dir", "results_name", "verbose", "minutes",
+                         "resume", "seeds", "plot", "plot_task")
+
+
+def write(args, name, rows, command, complete, in_progress=None,
+          commands=None):
+    settings = {key: value for key, value in vars(args).items()
+                if key not in ("results_dir", "results_name", "verbose")}
     harness.write_results(
-        name, rows, directory=args.results_dir, summary=summary(rows),
+        name, rows, directory=args.results_dir, summary=summary(
+            [r for r in rows if r.get("test_error") is not None]),
         claims=claims(rows, command), complete=complete,
-        settings={key: value for key, value in vars(args).items()
-                  if key not in ("results_dir", "results_name", "verbose")})
+        in_progress=in_progress or [], commands=commands or [command],
+        settings=settings)
+
+
+def checkpoint_for(args, name, seed, tasks):
+    """The run's checkpoint folder: `--checkpoint-dir` (default
+    runs/babi/), then the results name, the tasks and the seed."""
+    label = "joint" if args.joint else "task" + "-".join(map(str, tasks))
+    return Checkpoint(pathlib.Path(args.checkpoint_dir) / name /
+                      f"{args.size}-{label}-seed{seed}")
+
+
+def resumable(p, args, name):
+    """With `--resume`: the earlier file's rows (the runs it finished) and
+    commands; an error where its settings differ from these."""
+    import json
+
+    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
+        f"{name}.json")
+    if not args.resume or not path.is_file():
+        return [], []
+    record = json.loads(path.read_text())
+    earlier = record.get("settings", {})
+    now = vars(args)
+    differ = [key for key in earlier if key not in SETTINGS_NOT_COMPARED
+              and key in now and earlier[key] != now[key]]
+    if differ:
+        p.error("--resume continues a run with the same settings; "
+                f"{path} differs in: " + ", ".join(
+                    f"--{key.replace('_', '-')} {earlier[key]!r} there, "
+                    f"{now[key]!r} here" for key in differ))
+    rows = [r for r in record["rows"] if r.get("finished", True)]
+    return rows, record.get("commands", [record["command"]])
 
 
 def main(argv=None):
@@ -565,35 +929,68 @@ def main(argv=None):
                                  seed=args.seed)
     except (FileNotFoundError, ValueError) as error:
         p.error(str(error).strip("'\""))
+    name = args.results_name or f"babi_{args.model}"
+    rows, commands = resumable(p, args, name)
     print(f"machine: {harness.machine()}")
     print(f"{args.model}, bAbI {args.size}, tasks {args.tasks}, "
           f"{'joint' if args.joint else 'single-task'}, {args.seeds} "
           f"seed(s), at most {args.epochs} epochs or {args.minutes:g} "
-          "minutes per model", flush=True)
+          "minutes per model" + (" this time" if args.resume else ""),
+          flush=True)
     started = time.perf_counter()
-    rows = []
     groups = [args.tasks] if args.joint else [[task] for task in args.tasks]
     command = "python benchmarks/babi.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
-    name = args.results_name or f"babi_{args.model}"
+    commands = commands + [command]
     runs = [(seed, tasks) for seed in range(args.seed, args.seed + args.seeds)
             for tasks in groups]
+    done_before = {(r["seed"], r["task"]) for r in rows}
     for done, (seed, tasks) in enumerate(runs, start=1):
+        if all((seed, task) in done_before for task in tasks):
+            continue
+        checkpoint = None
+        if args.checkpoint_dir:
+            checkpoint = checkpoint_for(args, name, seed, tasks)
+            if not args.resume and checkpoint.exists():
+                import shutil
+
+                shutil.rmtree(checkpoint.directory)  # a new run
+
+        def on_epoch(state, seed=seed, tasks=tasks, rows=rows,
+                     checkpoint=checkpoint):
+            write(args, name, rows, command, complete=False,
+                  commands=commands, in_progress=[{
+                      "seed": seed, "tasks": tasks,
+                      **{key: state[key] for key in (
+                          "epoch", "steps", "seen", "curve", "best")},
+                      "minutes": state["seconds"] / 60.0,
+                      "checkpoint": str(checkpoint.directory)}])
+
+        if checkpoint is None:
+            on_epoch = None  # short runs: no file per epoch
+
         new, model, vocabulary, sentence_size = run_group(
-            args, tasks, loaded, seed, started)
+            args, tasks, loaded, seed, started, checkpoint=checkpoint,
+            on_epoch=on_epoch)
         rows += new
         if args.plot and seed == args.seed and args.plot_task in tasks:
             plot_ponder_story(model, loaded, args.plot_task, vocabulary,
                               sentence_size, args, args.plot)
         # Written after every model, so a stopped sweep keeps its rows
-        # (`complete` says whether every model of the command was run).
-        write(args, name, rows, command, complete=done == len(runs))
-    for group in summary(rows):
+        # (`complete`: every model of the command ran all its epochs).
+        finished = all(r.get("finished", True) for r in rows)
+        write(args, name, rows, command, commands=commands,
+              complete=done == len(runs) and finished)
+    tested = [r for r in rows if r.get("test_error") is not None]
+    for group in summary(tested):
         print(f"{group['model']} {group['size']} {group['setting']}: mean "
               f"test error {group['mean_error']:.2f}% over "
               f"{len(group['tasks'])} tasks, {group['seeds']} seed(s) "
               f"(spread {group['seed_spread']:.2f}), failed (> 5%): "
               f"{group['failed']}")
+    if not all(r.get("finished", True) for r in rows):
+        print("stopped at --minutes before --epochs: continue with the "
+              "same command and --resume")
     return rows
 
 

@@ -136,3 +136,99 @@ def test_backends_benchmark_times_both_backends(tmp_path):
     assert row["tensorflow_over_jax"] == pytest.approx(
         row["tensorflow_examples_per_s"] / row["jax_examples_per_s"])
     assert "TensorFlow / JAX" in stdout
+
+
+def test_paper_learning_rate_follows_the_reference_code():
+    """config_babi.m / train.m: 20 linear-start epochs at 0.005 (their
+    decay step, 21, is never reached), then 100 epochs from 0.005, halved
+    at the start of each of that phase's epochs 25, 50, 75 and 100."""
+    module = _module()
+    args = module.finish_arguments(module.parser(), module.parser().parse_args(
+        ["--model", "memory_network"]))
+    assert (args.protocol, args.epochs, args.linear_epochs, args.decay_every,
+            args.embedding_dim, args.epoch_selection) == (
+        "paper", 120, 20, 25, 20, "last")
+    rate = {epoch: module.paper_learning_rate(args, epoch)
+            for epoch in range(1, 121)}
+    assert {rate[e] for e in range(1, 21)} == {0.005}
+    assert {rate[e] for e in range(21, 45)} == {0.005}  # phase epochs 1-24
+    assert rate[45] == rate[69] == 0.0025
+    assert rate[70] == 0.00125 and rate[95] == 0.000625
+    assert rate[120] == 0.0003125
+    joint = module.finish_arguments(module.parser(), module.parser().parse_args(
+        ["--model", "memory_network", "--joint"]))
+    assert (joint.epochs, joint.linear_epochs, joint.decay_every,
+            joint.embedding_dim) == (90, 30, 15, 50)
+
+
+def test_memory_network_paper_protocol_selects_both_ways(tmp_path):
+    root = _release(tmp_path / "babi")
+    _, record = run_benchmark(
+        "babi.py", tmp_path / "results", "--model", "memory_network",
+        "--data", str(root), "--tasks", "1,2", "--seeds", "2", "--epochs",
+        "3", "--linear-epochs", "1", "--backend", "jax", timeout=600)
+    rows = record["rows"]
+    assert len(rows) == 4
+    for row in rows:
+        assert row["best_epoch"] == row["epochs"] == 3  # the last epoch
+        assert 0.0 <= row["train_error"] <= 100.0 and row["finished"]
+        assert row["steps"] == 3 * (row["train_questions"] // 32)
+    assert record["settings"]["protocol"] == "paper"
+    (group,) = record["summary"]
+    for task in (1, 2):
+        mine = [r for r in rows if r["task"] == task]
+        lowest = min(mine, key=lambda r: (r["train_error"],
+                                          -r["valid_accuracy"], r["seed"]))
+        assert group["best_of_seeds_by_train_error_per_task"][
+            str(task)] == lowest["test_error"]
+    names = [c["claim"] for c in record["claims"]]
+    assert any("by validation: mean error" in n for n in names)
+    assert any("by training error (the paper's selection)" in n
+               for n in names)
+    assert record["complete"] is True and record["in_progress"] == []
+
+
+def test_a_stopped_run_resumes_as_one_run(tmp_path):
+    """--minutes stops a run after its first epoch; --resume continues
+    it from its checkpoint with the same data order and schedule: the
+    validation curve and the test figure equal an uninterrupted run's."""
+    root = _release(tmp_path / "babi")
+    common = ["--data", str(root), "--tasks", "1", "--epochs", "3",
+              "--hidden", "16", "--heads", "2", "--ff", "32", "--steps",
+              "2", "--memory-size", "10", "--dropout", "0", "--warmup-steps",
+              "20", "--backend", "tensorflow"]
+    _, whole = run_benchmark(
+        "babi.py", tmp_path / "whole", *common, "--checkpoint-dir",
+        str(tmp_path / "ck_whole"), timeout=600)
+    piece = [*common, "--checkpoint-dir", str(tmp_path / "ck_piece")]
+    _, first = run_benchmark("babi.py", tmp_path / "piece", *piece,
+                             "--minutes", "0.0001", timeout=600)
+    (row,) = first["rows"]
+    assert row["epochs"] == 1 and row["finished"] is False
+    assert first["complete"] is False
+    _, resumed = run_benchmark("babi.py", tmp_path / "piece", *piece,
+                               "--resume", timeout=600)
+    (row,) = resumed["rows"]
+    (reference,) = whole["rows"]
+    assert row["finished"] and row["epochs"] == 3 and row["steps"] == \
+        reference["steps"]
+    assert row["valid_curve"] == reference["valid_curve"]
+    assert row["test_accuracy"] == reference["test_accuracy"]
+    assert resumed["complete"] is True
+    assert len(resumed["commands"]) == 2
+
+
+def test_resume_refuses_other_settings(tmp_path):
+    root = _release(tmp_path / "babi")
+    common = ["--data", str(root), "--tasks", "1", "--epochs", "2",
+              "--hidden", "16", "--heads", "2", "--ff", "32", "--steps",
+              "2", "--memory-size", "10", "--backend", "tensorflow",
+              "--checkpoint-dir", str(tmp_path / "ck")]
+    run_benchmark("babi.py", tmp_path / "r", *common, "--minutes", "0.0001",
+                  timeout=600)
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "babi.py"), *common, "--hidden",
+         "32", "--resume", "--results-dir", str(tmp_path / "r")],
+        capture_output=True, text=True, timeout=300)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "--hidden 16 there, 32 here" in result.stderr
