@@ -10,8 +10,17 @@ weight gradient becomes a batched `(B, D, N·H)` product summed over B, about
 40% of a decoder block's float32 training step on the project's 2-core CPU.
 Flattened to `(B·T, D) @ (D, N·H)` the forward pass and both gradients are
 single 2-D matrix products. Same weights, same variables, same result up to
-float rounding; anything else (other equations, a quantized layer) goes
-through `EinsumDense` unchanged, and LoRA through its `kernel` property.
+float rounding; anything else (other equations) goes through
+`EinsumDense` unchanged, and LoRA through its `kernel` property.
+
+Quantization is `EinsumDense`'s own (`quantize`, `_int8_build`,
+`_int8_call`, the quantized variables' saving and loading): `EinsumDense.
+quantize` refuses subclasses unless called with `type_check=False` (so a
+subclass that changes the product is not quantized by mistake), and
+`Model.quantize` turns that refusal into a warning and leaves the layer in
+float. Ours computes the same product, so `quantize` passes the check on;
+once quantized, `Layer.__call__` runs `quantized_call` (the int8 einsum),
+not `call`.
 """
 
 import keras
@@ -48,6 +57,7 @@ class FlatEinsumDense(keras.layers.EinsumDense):
 
     def call(self, inputs, training=None):
         if self._flat is None or self.quantization_mode is not None:
+            # (A quantized layer is called through `quantized_call`.)
             return super().call(inputs, training=training)
         contracted = self._flat
         kernel = self.kernel  # with the LoRA delta where enabled
@@ -69,3 +79,15 @@ class FlatEinsumDense(keras.layers.EinsumDense):
         if self.activation is not None:
             outputs = self.activation(outputs)
         return outputs
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        # `EinsumDense.quantize` with its subclass check passed: a further
+        # subclass must opt in the same way.
+        if type_check and type(self) is not FlatEinsumDense:
+            raise NotImplementedError(
+                f"Layer {type(self).__name__} does not have a `quantize` "
+                "method implemented."
+            )
+        # Older Keras 3 releases take no `config` (and never pass one).
+        options = {} if config is None else {"config": config}
+        super().quantize(mode, type_check=False, **options)

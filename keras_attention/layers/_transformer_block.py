@@ -11,6 +11,7 @@ import inspect
 import keras
 
 from keras_attention import _validation
+from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.local_self_attention import LocalSelfAttention
 from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttention
 from keras_attention.layers.relative_attention import RelativeAttention
@@ -302,4 +303,4 @@ class TransformerBlock(keras.layers.Layer):
         )
         if self.self_attention is None and self._legacy_relative:
             config.update(self._legacy_relative)  # an old config, unbuilt
-        return config
+        return quantized_dtype_config(self, config)

@@ -11,6 +11,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
+from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.additive_attention import AdditiveAttention
 from keras_attention.layers.dot_attention import DotAttention
 from keras_attention.layers.general_attention import GeneralAttention
@@ -439,4 +440,4 @@ class AttentionRNNDecoder(keras.layers.Layer):
                 "input_feeding": self.input_feeding,
             }
         )
-        return config
+        return quantized_dtype_config(self, config)

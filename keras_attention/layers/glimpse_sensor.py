@@ -16,6 +16,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
+from keras_attention.layers._quantization import NothingToQuantize
 
 
 def glimpse_boxes(locations, image_shape, glimpse_size, num_scales=1,
@@ -111,7 +112,7 @@ def extract_glimpses(images, locations, glimpse_size, num_scales=1, scale=2):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class GlimpseSensor(keras.layers.Layer):
+class GlimpseSensor(NothingToQuantize, keras.layers.Layer):
     """A retina-like glimpse: `num_scales` square patches centred on a
     location, the first `glimpse_size` pixels wide, each next one `scale`
     times wider, all averaged down to `glimpse_size x glimpse_size`

@@ -12,6 +12,7 @@ from keras import ops
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
 from keras_attention.layers._flat_einsum_dense import FlatEinsumDense
+from keras_attention.layers._quantization import quantized_dtype_config
 
 HEAD_MERGES = ("concat", "mean")
 # How the core is computed: "dense" materialises the (B, N, T, S) weights;
@@ -166,6 +167,12 @@ class MultiHeadAttention(keras.layers.Layer):
 
     Where Keras gives a query row whose keys are all masked (a padded query)
     uniform weights over every key, this layer gives it zero weights.
+
+    Keras's model APIs reach the four projections (`query`, `key`, `value`,
+    `attention_output`, each an `EinsumDense`): `model.quantize("int8")`
+    quantizes them, and the config records it, so the quantized model saves
+    and loads; `enable_lora(rank)` fine-tunes low-rank adapters of the
+    query and value projections with every other weight frozen.
 
     References:
         Vaswani et al. "Attention Is All You Need", NeurIPS 2017, 3.2.2.
@@ -396,6 +403,43 @@ class MultiHeadAttention(keras.layers.Layer):
         self.dropout_layer = keras.layers.Dropout(
             self.dropout, dtype=self.dtype_policy, name="dropout"
         )
+
+    def enable_lora(self, rank, lora_alpha=None,
+                    projections=("query", "value")):
+        """Freeze the layer and add LoRA adapters to some projections.
+
+        Every weight of the layer (and of its sublayers) stops training;
+        each named projection gets Keras's `EinsumDense.enable_lora(rank,
+        lora_alpha)`: trainable `lora_kernel_a`, `lora_kernel_b` whose
+        product, scaled by `lora_alpha / rank`, is added to its frozen
+        kernel. Saving merges the adapters into the kernels.
+
+        Args:
+            rank: int, the adapters' rank.
+            lora_alpha: optional float, the scale's numerator (default:
+                `rank`).
+            projections: names among "query", "key", "value" and
+                "attention_output"; by default the query and value
+                projections, as in Hu et al. (2021), 7.1.
+
+        Reference:
+            Hu et al. "LoRA: Low-Rank Adaptation of Large Language Models",
+            ICLR 2022.
+        """
+        if not self.built:
+            raise ValueError(
+                f"Build {type(self).__name__} before `enable_lora` (call it "
+                "once), received: an unbuilt layer"
+            )
+        available = {"query": self.query_dense, "key": self.key_dense,
+                     "value": self.value_dense,
+                     "attention_output": self.output_dense}
+        for name in projections:
+            _validation.choice("projections", name, available)
+        for variable in self.weights:
+            variable.trainable = False
+        for name in projections:
+            available[name].enable_lora(rank, lora_alpha=lora_alpha)
 
     def compute_key_value(self, value, key=None, start_index=0):
         """Project keys and values once, e.g. a cross-attention cache.
@@ -742,4 +786,4 @@ class MultiHeadAttention(keras.layers.Layer):
                 "alibi_bias_max": self.alibi_bias_max,
             }
         )
-        return config
+        return quantized_dtype_config(self, config)

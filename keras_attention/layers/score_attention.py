@@ -103,6 +103,12 @@ class ScoreAttention(keras.layers.Layer):
         (or `(batch, key_len)`). A masked query row, and a query whose keys
         are all masked, get zero weights and a zero context vector.
 
+    Quantization: `model.quantize(...)` passes over these layers (they hold
+    a dropout sublayer, and Keras quantizes leaf layers only) and the score
+    weights of `GeneralAttention` and `AdditiveAttention` stay float32: the
+    scores are computed in float32, like the softmax, and the weights are
+    small beside a model's projections, which are quantized.
+
     Differences from `keras.layers.Attention`, whose outputs are otherwise
     the same (tested): for a masked query row Keras returns as weights the
     softmax over the unmasked keys, this layer zeros (the output row is zero

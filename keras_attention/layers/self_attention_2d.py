@@ -9,6 +9,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
+from keras_attention.layers._quantization import quantized_dtype_config
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
@@ -179,4 +180,4 @@ class SelfAttention2D(keras.layers.Layer):
             "gamma_initializer": keras.initializers.serialize(
                 self.gamma_initializer),
         })
-        return config
+        return quantized_dtype_config(self, config)

@@ -59,6 +59,11 @@ class SelfAttentivePooling(keras.layers.Layer):
         (batch, num_hops, seq_len)`, both in the compute dtype (the scores
         and the softmax are computed in float32).
 
+    Quantization: the two kernels stay float32 under `model.quantize(...)`
+    (which warns that this layer keeps its score network in float32): they
+    are the score network, computed in float32 like the softmax it feeds,
+    and small (`dim * units + units * num_hops` weights).
+
     Example:
 
     >>> import numpy as np
@@ -167,6 +172,14 @@ class SelfAttentivePooling(keras.layers.Layer):
         # One "query" per sequence: (B, N, S) -> (B, N, 1, S), mask (B, 1).
         return attention_ops.head_diversity_penalty(
             ops.expand_dims(weights, 2), has_tokens
+        )
+
+    def quantize(self, mode=None, type_check=True, config=None):
+        # `Model.quantize` shows this as a warning and goes on.
+        raise NotImplementedError(
+            f"Layer {type(self).__name__} keeps its score network in float32 "
+            "(see its docstring), received: "
+            f"mode={mode!r}"
         )
 
     def compute_mask(self, inputs, mask=None):

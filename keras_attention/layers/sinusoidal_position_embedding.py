@@ -5,10 +5,11 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
+from keras_attention.layers._quantization import NothingToQuantize
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class SinusoidalPositionEmbedding(keras.layers.Layer):
+class SinusoidalPositionEmbedding(NothingToQuantize, keras.layers.Layer):
     """Sinusoidal position encodings for a sequence of any length.
 
     `PE(p, 2i) = sin(p / max_wavelength^(2i/d))`,
