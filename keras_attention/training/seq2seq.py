@@ -181,11 +181,15 @@ def setup(config):
 
 def fit(config, data, model, callbacks=()):
     """Train `model` on `data` for `config.epochs` with the run's
-    callbacks after the given ones; returns the Keras history."""
+    callbacks after the given ones; returns the Keras history.
+
+    `shuffle=False`: the `tf.data.Dataset` shuffles itself each epoch
+    (`make_dataset`, seeded), and Keras ignores `fit`'s `shuffle` for a
+    Dataset, warning when it is left at its default, True."""
     return model.fit(
         data.train_data, validation_data=data.val_data, epochs=config.epochs,
         callbacks=[*callbacks, *run_callbacks(config)],
-        verbose=config.verbose,
+        verbose=config.verbose, shuffle=False,
     )
 
 
