@@ -12,32 +12,63 @@ policy as the default; the layer passes it on as every sublayer's `dtype`,
 and each sublayer looks its own path up in it.
 """
 
+import re
+
 import keras
+
+
+def _suffix_pattern(layer, sublayer):
+    """A key matching `sublayer`'s path under any prefix: its path below
+    `layer` (`self_attention/query`) as `(?:.*/)?self_attention/query`.
+
+    A layer's path depends on how it was built: a model called once has
+    `transformer_translator/encoder_block_0/...`, the same model built by
+    `build_from_config` (as `load_model` does) `encoder_block_0/...`; the
+    part below `layer` is the same in both."""
+    path = sublayer.path
+    if layer.path and path.startswith(layer.path + "/"):
+        path = path[len(layer.path) + 1:]
+    return "(?:.*/)?" + re.escape(path)
+
+
+def _matches(keys, path):
+    return [key for key in keys if re.fullmatch(key, path)]
 
 
 def quantized_dtype_config(layer, config):
     """`config` (`layer.get_config()`'s) with `dtype` a `DTypePolicyMap` of
     `layer`'s quantized sublayers, if it has any; returned for chaining.
 
-    A layer made from such a config already holds the map (shared with its
-    sublayers, so quantizing more of them updates it): its own `dtype` entry
-    stands.
+    The keys match each quantized sublayer's path below `layer` under any
+    prefix (see `_suffix_pattern`), or, should one of them also match
+    another sublayer, the exact paths. A layer made from such a config
+    already holds the map (shared with its sublayers, so quantizing more of
+    them updates it): its own `dtype` entry stands.
     """
     policy = layer.dtype_policy
     if isinstance(policy, keras.dtype_policies.DTypePolicyMap):
         return config
     # `_flatten_layers` is what `Model.quantize` walks (and what the
     # `DTypePolicyMap` docstring's example uses).
-    quantized = {
-        sublayer.path: sublayer.dtype_policy
-        for sublayer in layer._flatten_layers(include_self=False)
-        if sublayer.quantization_mode is not None
-    }
-    if quantized:
-        policy_map = keras.dtype_policies.DTypePolicyMap(
-            default_policy=policy, policy_map=quantized
-        )
-        config["dtype"] = keras.dtype_policies.serialize(policy_map)
+    sublayers = [sublayer for sublayer in layer._flatten_layers(
+        include_self=False) if sublayer.path]  # unbuilt: no path yet
+    quantized = [sublayer for sublayer in sublayers
+                 if sublayer.quantization_mode is not None]
+    if not quantized:
+        return config
+    patterns = {_suffix_pattern(layer, sublayer): sublayer.dtype_policy
+                for sublayer in quantized}
+    own = {id(sublayer): _suffix_pattern(layer, sublayer)
+           for sublayer in quantized}
+    if any(_matches(patterns, sublayer.path)
+           != ([own[id(sublayer)]] if id(sublayer) in own else [])
+           for sublayer in sublayers):
+        patterns = {sublayer.path: sublayer.dtype_policy
+                    for sublayer in quantized}
+    policy_map = keras.dtype_policies.DTypePolicyMap(
+        default_policy=policy, policy_map=patterns
+    )
+    config["dtype"] = keras.dtype_policies.serialize(policy_map)
     return config
 
 

@@ -12,7 +12,9 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention.layers import AttentionRNNDecoder
+from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.attention_rnn_decoder import serialize_attention
+from keras_attention.models._tied_logits import tied_logits
 
 PRESETS = {
     # Tests and quick looks.
@@ -296,8 +298,7 @@ class RNNTranslator(keras.Model):
         if self.output_projection is not None:
             logits = self.output_projection(hidden)
         else:
-            embeddings = ops.cast(self.target_embedding.embeddings, dtype)
-            logits = ops.matmul(hidden, ops.transpose(embeddings))
+            logits = tied_logits(hidden, self.target_embedding)  # (..., V)
         return ops.cast(logits, "float32")
 
     def decode(self, decoder_tokens, memory, source_mask, training=None,
@@ -387,4 +388,4 @@ class RNNTranslator(keras.Model):
                 "share_embeddings": self.share_embeddings,
             }
         )
-        return config
+        return quantized_dtype_config(self, config)

@@ -14,6 +14,8 @@ from keras_attention.layers import RelativeAttention
 from keras_attention.layers import SinusoidalPositionEmbedding
 from keras_attention.layers import TransformerDecoder
 from keras_attention.layers import TransformerEncoder
+from keras_attention.layers._quantization import quantized_dtype_config
+from keras_attention.models._tied_logits import tied_logits
 
 PRESETS = {
     # The `make demo` model: learns the embedded corpus in minutes on 2 cores.
@@ -247,7 +249,8 @@ class TransformerTranslator(keras.Model):
                    target_vocabulary_size=target_vocabulary_size, **config)
 
     def _embed(self, embedding, tokens, start_index=0, training=None):
-        x = embedding(tokens)  # (B, T, D)
+        # An int8 embedding returns float32 under a mixed policy.
+        x = ops.cast(embedding(tokens), self.compute_dtype)  # (B, T, D)
         x = x * ops.cast(self.hidden_dim**0.5, x.dtype)
         if self.positions is not None:
             x = x + self.positions(x, start_index=start_index)
@@ -282,11 +285,7 @@ class TransformerTranslator(keras.Model):
         if self.output_projection is not None:
             logits = self.output_projection(x)
         else:
-            # (B, T, D) x (D, V) -> (B, T, V), one 2-D matrix product
-            # (an einsum broadcasting the (V, D) matrix over B made its
-            # gradient a (B, V, D) product summed over B).
-            embeddings = ops.cast(self.target_embedding.embeddings, x.dtype)
-            logits = ops.matmul(x, ops.transpose(embeddings))
+            logits = tied_logits(x, self.target_embedding)  # (B, T, V)
         return ops.cast(logits, "float32")
 
     def decode(self, decoder_tokens, memory, source_mask, training=None,
@@ -418,4 +417,4 @@ class TransformerTranslator(keras.Model):
                 "num_key_value_heads": self.num_key_value_heads,
             }
         )
-        return config
+        return quantized_dtype_config(self, config)

@@ -10,6 +10,7 @@ listed in `FLOAT_WEIGHTS`, each with its reason.
 """
 
 import os
+import re
 import tempfile
 import warnings
 
@@ -195,20 +196,38 @@ def _dense_layers(model):
                                   keras.layers.EinsumDense))]
 
 
-def _quantized_paths(config):
-    """`{sublayer path: quantization mode}` from every `DTypePolicyMap` in
-    a serialized config, at any depth (a plugged layer's config nests)."""
-    found = {}
+def _policy_maps(config):
+    """`[{path pattern: quantization mode}]`, one per `DTypePolicyMap` in a
+    serialized config, at any depth (a plugged layer's config nests its
+    own)."""
+    found = []
     if isinstance(config, dict):
         if config.get("class_name") == "DTypePolicyMap":
-            for path, policy in config["config"]["policy_map"].items():
-                found[path] = policy["config"]["mode"]
+            found.append({key: policy["config"]["mode"] for key, policy
+                          in config["config"]["policy_map"].items()})
         for value in config.values():
-            found.update(_quantized_paths(value))
+            found += _policy_maps(value)
     elif isinstance(config, (list, tuple)):
         for value in config:
-            found.update(_quantized_paths(value))
+            found += _policy_maps(value)
     return found
+
+
+def _check_policy_maps(model, dense):
+    """Each map names every path at most once; the quantized layers, and
+    only they, are named (by one map or more); all in int8."""
+    maps = _policy_maps(model.get_config())
+    for layer in model._flatten_layers():
+        if not layer.path:
+            continue
+        counts = [len([key for key in policies
+                       if re.fullmatch(key, layer.path)])
+                  for policies in maps]
+        assert max(counts, default=0) <= 1, (layer.path, maps)
+        assert (sum(counts) > 0) == (layer in dense), (layer.path, maps)
+    assert {mode for policies in maps for mode in policies.values()} <= {
+        "int8"}
+    return maps
 
 
 # Its `get_config` (not this change's to edit) does not yet record its
@@ -251,8 +270,7 @@ def test_int8_quantization(case):
         error = np.abs(got - want).max() / scale
         assert error <= TOLERANCE, (case, error)
 
-    quantized = _quantized_paths(model.get_config())
-    assert quantized == {layer.path: "int8" for layer in dense}
+    maps = _check_policy_maps(model, dense)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "quantized.keras")
         model.save(path)
@@ -261,4 +279,4 @@ def test_int8_quantization(case):
         np.testing.assert_array_equal(got, want)
     assert [layer.quantization_mode for layer in _dense_layers(restored)] == [
         layer.quantization_mode for layer in dense]
-    assert _quantized_paths(restored.get_config()) == quantized
+    assert _check_policy_maps(restored, _dense_layers(restored)) == maps
