@@ -9,6 +9,7 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
+from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.transformer_encoder import TransformerEncoder
 
 
@@ -281,4 +282,4 @@ class UniversalTransformerEncoder(keras.layers.Layer):
             "halting_initializer": keras.initializers.serialize(
                 self.halting_initializer),
         })
-        return config
+        return quantized_dtype_config(self, config)

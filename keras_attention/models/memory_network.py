@@ -10,6 +10,7 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention.layers import DotAttention
+from keras_attention.models._tied_logits import tied_logits
 
 WEIGHT_TYING = ("adjacent", "layer_wise")
 
@@ -318,9 +319,14 @@ class MemoryNetwork(keras.Model):
                 state = ops.cast(self.hop_map(state), "float32")
             state = state + ops.cast(output, "float32")  # u^{k+1}
             attention.append(ops.cast(weights, "float32"))
-        logits = ops.matmul(
-            state, ops.cast(self.answer_weights(), "float32")
-        )  # (B, V)
+        if self.answer is None:  # W = E_Kᵀ, also when E_K is int8
+            logits = ops.cast(
+                tied_logits(state, self.word_embeddings[-1]), "float32"
+            )  # (B, V)
+        else:
+            logits = ops.matmul(
+                state, ops.cast(self.answer_weights(), "float32")
+            )  # (B, V)
         if return_attention:
             return logits, ops.stack(attention, axis=1)  # (B, K, M)
         return logits

@@ -230,16 +230,8 @@ def _check_policy_maps(model, dense):
     return maps
 
 
-# Its `get_config` (not this change's to edit) does not yet record its
-# quantized sublayers: `return quantized_dtype_config(self, config)`.
-NOT_YET_SAVED = {"UniversalTransformerEncoder"}
-
-
 @pytest.mark.parametrize("case", [
-    pytest.param(name, marks=pytest.mark.xfail(
-        strict=True, reason="get_config lacks quantized_dtype_config"))
-    if name in NOT_YET_SAVED else name
-    for name in sorted(CASES) if CASES[name] is not None
+    name for name in sorted(CASES) if CASES[name] is not None
 ])
 def test_int8_quantization(case):
     model, inputs = _model(case)
