@@ -806,6 +806,10 @@ def parser():
                         "this piece): finished runs are kept, a stopped "
                         "one goes on with the same data order and "
                         "schedule")
+    p.add_argument("--rewrite", action="store_true",
+                   help="train nothing: recompute the results file's "
+                        "summary and claims from its rows with this "
+                        "script's rules")
     p.add_argument("--checkpoint-dir", default=None,
                    help="where each run's checkpoint is kept, saved and "
                         "the results file rewritten after every epoch "
@@ -917,9 +921,32 @@ def resumable(p, args, name):
     return rows, record.get("commands", [record["command"]])
 
 
+def rewrite(args, p):
+    """Recompute the summary and the claims of the results file from its
+    rows (its first command's); everything else in it stays."""
+    import json
+
+    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
+        f"{args.results_name or 'babi_' + args.model}.json")
+    if not path.is_file():
+        p.error(f"--rewrite needs a results file, none at {path}")
+    record = json.loads(path.read_text())
+    command = record.get("commands", [record["command"]])[0]
+    if not command.startswith("python "):
+        command = "python benchmarks/" + command
+    tested = [r for r in record["rows"] if r.get("test_error") is not None]
+    record["summary"] = summary(tested)
+    record["claims"] = claims(record["rows"], command)
+    path.write_text(harness.dumps(record))
+    print(f"rewrote {path}")
+    return record["rows"]
+
+
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
+    if args.rewrite:
+        return rewrite(args, p)
     if args.backend == "auto":  # $KERAS_BACKEND, else the faster here
         args.backend = os.environ.get("KERAS_BACKEND",
                                       AUTO_BACKEND[args.model])

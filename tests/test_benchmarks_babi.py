@@ -232,3 +232,26 @@ def test_resume_refuses_other_settings(tmp_path):
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "--hidden 16 there, 32 here" in result.stderr
+
+
+def test_rewrite_recomputes_summary_and_claims(tmp_path):
+    import json
+
+    root = _release(tmp_path / "babi")
+    _, record = run_benchmark(
+        "babi.py", tmp_path / "results", "--model", "memory_network",
+        "--data", str(root), "--tasks", "1", "--epochs", "2",
+        "--linear-epochs", "1", "--backend", "jax", timeout=600)
+    path = tmp_path / "results" / "babi_memory_network.json"
+    stale = dict(record, claims=[], summary=[])
+    path.write_text(json.dumps(stale))
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "babi.py"), "--model",
+         "memory_network", "--rewrite", "--results-dir",
+         str(tmp_path / "results")], capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rewritten = json.loads(path.read_text())
+    assert rewritten["claims"] == record["claims"]
+    assert rewritten["summary"] == record["summary"]
+    assert rewritten["rows"] == record["rows"]
