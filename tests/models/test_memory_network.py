@@ -10,6 +10,7 @@ from keras_attention.data import babi
 from keras_attention.models import MemoryNetwork
 from keras_attention.models.memory_network import memory_ages
 from keras_attention.models.memory_network import position_encoding
+from keras_attention.models.memory_network import reference_position_encoding
 from tests.backend import as_numpy
 from tests.backend import gradient
 
@@ -40,6 +41,19 @@ def reference_pe(words, dim):
     return weights
 
 
+def matlab_pe(words, dim):
+    """build_model.m's encoding, loop for loop: `config.weight(i, j) = (i -
+    (d+1)/2) * (j - (J+1)/2)`, then `1 + 4 * weight / d / J`, J the
+    padded width plus the time word."""
+    width = words.shape[-1] + 1
+    weight = np.ones((dim, width))
+    for i in range(1, dim + 1):
+        for j in range(1, width + 1):
+            weight[i - 1, j - 1] = (i - (dim + 1) / 2) * (j - (width + 1) / 2)
+    weight = 1 + 4 * weight / dim / width
+    return weight[:, :-1].T * (words != 0)[..., None]  # (..., W, D)
+
+
 def reference(model, story, question, linear=False):
     """The paper's equations in NumPy, from the model's weights."""
     dim, hops = model.embedding_dim, model.hops
@@ -48,7 +62,9 @@ def reference(model, story, question, linear=False):
                 for layer in model.temporal_embeddings]
 
     def embed(table, words):
-        if model.position_encoding:
+        if model.position_encoding == "reference":
+            weights = matlab_pe(words, dim)
+        elif model.position_encoding:
             weights = reference_pe(words, dim)
         else:
             weights = (words != 0)[..., None] * np.ones(dim)
@@ -102,6 +118,7 @@ CONFIGURATIONS = {
     "layer-wise-tied-answer": dict(weight_tying="layer_wise",
                                    tie_answer=True),
     "bag-of-words": dict(position_encoding=False, temporal_encoding=False),
+    "reference-encoding": dict(position_encoding="reference"),
 }
 
 
@@ -131,6 +148,18 @@ def test_position_encoding_and_ages():
     used = np.array([[True, False, True, True], [True, True, False, False]])
     assert as_numpy(memory_ages(used)).tolist() == [[2, 2, 1, 0],
                                                     [1, 0, 0, 0]]
+
+
+def test_the_reference_codes_position_encoding():
+    words = np.array([[4, 7, 9, 0, 0], [3, 0, 0, 0, 0]])
+    got = as_numpy(reference_position_encoding(words != 0, 4))
+    np.testing.assert_allclose(got, matlab_pe(words, 4), atol=1e-6)
+    # J = 6 (5 words and the time word): word 1, feature 1 of d = 4:
+    # 1 + 4 (1 - 2.5)(1 - 3.5) / 24.
+    assert got[0, 0, 0] == pytest.approx(1 + 4 * 1.5 * 2.5 / 24)
+    assert np.all(got[0, 3:] == 0) and np.all(got[1, 1:] == 0)
+    with pytest.raises(ValueError, match="position_encoding"):
+        MemoryNetwork(10, position_encoding="matlab")
 
 
 def test_empty_memories_get_zero_attention_and_change_nothing():
