@@ -915,7 +915,8 @@ def finish_arguments(p, args):
 
 
 SETTINGS_NOT_COMPARED = ("results_dir", "results_name", "verbose", "minutes",
-                         "resume", "seeds", "plot", "plot_task")
+                         "resume", "seeds", "plot", "plot_task",
+                         "checkpoint_dir", "rewrite")
 
 
 def write(args, name, rows, command, complete, in_progress=None,

@@ -153,6 +153,23 @@ def _two_hop_task(count, rng, people=12, places=8, objects=3, met=4):
     return {"story": story, "question": question}, answers, where + 1
 
 
+def _trained_on_two_hops(epochs=25, **options):
+    """A reader (d = 64, 4 heads, `options`) trained on 4,000 two-hop
+    stories with Adam at 2e-3; returns it and 500 test stories."""
+    rng = np.random.default_rng(0)
+    inputs, answers, vocabulary = _two_hop_task(4000, rng)
+    test_inputs, test_answers, _ = _two_hop_task(500, rng)
+    keras.utils.set_random_seed(0)
+    reader = UniversalTransformerReader(
+        vocabulary_size=vocabulary, sentence_size=3, hidden_dim=64,
+        num_heads=4, intermediate_dim=128, **options)
+    reader.compile(optimizer=keras.optimizers.Adam(2e-3),
+                   loss=keras.losses.SparseCategoricalCrossentropy(
+                       from_logits=True))
+    reader.fit(inputs, answers, epochs=epochs, batch_size=64, verbose=0)
+    return reader, test_inputs, test_answers
+
+
 @pytest.mark.parametrize("steps, learns", [(2, True), (1, False)],
                          ids=["two_steps", "one_step"])
 def test_two_hops_need_two_steps(steps, learns):
@@ -163,20 +180,10 @@ def test_two_hops_need_two_steps(steps, learns):
     (1/4). Fails if the steps do not compose, or if the sentence vectors
     are drowned by the coordinate embedding (Keras' default embedding
     scale: 24% after the same training)."""
-    rng = np.random.default_rng(0)
-    inputs, answers, vocabulary = _two_hop_task(4000, rng)
-    test_inputs, test_answers, _ = _two_hop_task(500, rng)
-    keras.utils.set_random_seed(0)
-    reader = UniversalTransformerReader(
-        vocabulary_size=vocabulary, sentence_size=3, hidden_dim=64,
-        num_heads=4, intermediate_dim=128, max_steps=steps,
-        readout="question")
-    reader.compile(optimizer=keras.optimizers.Adam(2e-3),
-                   loss=keras.losses.SparseCategoricalCrossentropy(
-                       from_logits=True))
     # Two steps sit near 40% for about 15 epochs, then learn the chain
     # (100% by epoch 20 on TensorFlow, seed 0).
-    reader.fit(inputs, answers, epochs=25, batch_size=64, verbose=0)
+    reader, test_inputs, test_answers = _trained_on_two_hops(
+        max_steps=steps, readout="question")
     predicted = np.argmax(as_numpy(reader.predict(test_inputs, verbose=0)),
                           -1)
     accuracy = float(np.mean(predicted == test_answers))
@@ -192,17 +199,8 @@ def act_two_hops(epochs=25):
     questions' mean ponder time and the fraction of questions that took
     more than one step. Run in a subprocess per backend
     (`test_act_learns_two_hops_with_more_than_one_step`)."""
-    rng = np.random.default_rng(0)
-    inputs, answers, vocabulary = _two_hop_task(4000, rng)
-    test_inputs, test_answers, _ = _two_hop_task(500, rng)
-    keras.utils.set_random_seed(0)
-    reader = UniversalTransformerReader(
-        vocabulary_size=vocabulary, sentence_size=3, hidden_dim=64,
-        num_heads=4, intermediate_dim=128, max_steps=3, act=True)
-    reader.compile(optimizer=keras.optimizers.Adam(2e-3),
-                   loss=keras.losses.SparseCategoricalCrossentropy(
-                       from_logits=True))
-    reader.fit(inputs, answers, epochs=epochs, batch_size=64, verbose=0)
+    reader, test_inputs, test_answers = _trained_on_two_hops(
+        epochs, max_steps=3, act=True)
     logits, ponder = reader(test_inputs, return_ponder=True)
     question = as_numpy(ponder)[:, 0].astype("float64")
     predicted = np.argmax(as_numpy(logits), -1)
