@@ -288,12 +288,9 @@ class Checkpoint:
     def save(self, model, state, best_weights=None):
         import json
 
-        import keras
-
         self.directory.mkdir(parents=True, exist_ok=True)
+        # A compiled model's weights file holds its optimizer's variables.
         model.save_weights(self.directory / "last.weights.h5")
-        np.savez(self.directory / "optimizer.npz", *[
-            keras.ops.convert_to_numpy(v) for v in model.optimizer.variables])
         if best_weights is not None:
             np.savez(self.directory / "best.npz", *best_weights)
         temporary = self.state_path.with_suffix(".tmp")
@@ -307,17 +304,10 @@ class Checkpoint:
 
         state = json.loads(self.state_path.read_text())
         model(batch)
-        model.load_weights(self.directory / "last.weights.h5")
+        # Built first, the optimizer takes its variables (its step, so the
+        # schedule goes on) from the weights file.
         model.optimizer.build(model.trainable_variables)
-        saved = np.load(self.directory / "optimizer.npz")
-        variables = model.optimizer.variables
-        if len(saved.files) != len(variables):
-            raise ValueError(
-                f"{self.directory}: the checkpoint's optimizer has "
-                f"{len(saved.files)} variables, this model's "
-                f"{len(variables)}: was it written with other settings?")
-        for index, variable in enumerate(variables):
-            variable.assign(saved[f"arr_{index}"])
+        model.load_weights(self.directory / "last.weights.h5")
         best = None
         if (self.directory / "best.npz").is_file():
             stored = np.load(self.directory / "best.npz")
@@ -357,8 +347,8 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
     started = time.perf_counter()
     linear = args.model == "memory_network" and args.linear_epochs > 0
     paper = args.protocol == "paper"
-    model.linear_start = linear and state["epoch"] < args.linear_epochs \
-        if args.model == "memory_network" else False
+    if linear:  # a resumed run may already be past its linear start
+        model.linear_start = state["epoch"] < args.linear_epochs
     while state["epoch"] < args.epochs:
         epoch_started = time.perf_counter()
         epoch = state["epoch"]
