@@ -219,6 +219,11 @@ def spectral_clip_sgd():
         def _clip_by_norm(self, values, axes=None):
             if len(values.shape) != 2:
                 return super()._clip_by_norm(values, axes)
+            if type(values).__name__ == "IndexedSlices":
+                # TensorFlow's gradient of an embedding: made dense.
+                import tensorflow as tf
+
+                values = tf.convert_to_tensor(values)
             norm = ops.max(ops.svd(values, compute_uv=False))
             scale = ops.minimum(1.0, self.clipnorm / ops.maximum(
                 norm, 1e-12))
