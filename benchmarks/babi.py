@@ -959,7 +959,8 @@ def resumable(p, args, name):
 
 def rewrite(args, p):
     """Recompute the summary and the claims of the results file from its
-    rows (its first command's); everything else in it stays."""
+    rows (the claims name all its commands); everything else in it
+    stays."""
     import json
 
     path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
@@ -967,9 +968,10 @@ def rewrite(args, p):
     if not path.is_file():
         p.error(f"--rewrite needs a results file, none at {path}")
     record = json.loads(path.read_text())
-    command = record.get("commands", [record["command"]])[0]
-    if not command.startswith("python "):
-        command = "python benchmarks/" + command
+    command = " ; ".join(
+        command if command.startswith("python ")
+        else "python benchmarks/" + command
+        for command in record.get("commands", [record["command"]]))
     tested = [r for r in record["rows"] if r.get("test_error") is not None]
     record["summary"] = summary(tested)
     record["claims"] = claims(record["rows"], command)

@@ -255,3 +255,21 @@ def test_rewrite_recomputes_summary_and_claims(tmp_path):
     assert rewritten["claims"] == record["claims"]
     assert rewritten["summary"] == record["summary"]
     assert rewritten["rows"] == record["rows"]
+
+
+def test_the_readmes_babi_figures_are_the_results_files():
+    """The README's bAbI figures are the committed results: the memory
+    network's best of 10 by validation, the UT's 10k task-2 accuracy."""
+    import json
+
+    root = BENCHMARKS.parent
+    readme = (root / "README.md").read_text()
+    results = BENCHMARKS / "results"
+    record = json.loads((results / "babi_memory_network.json").read_text())
+    (group,) = record["summary"]
+    assert f"**{group['best_of_seeds_error']:.2f}%**" in readme
+    assert f"{group['best_of_seeds_by_train_error']:.2f}%" in readme
+    ut = json.loads((results / "babi_universal_transformer_10k_task2.json"
+                     ).read_text())
+    (row,) = ut["rows"]
+    assert f"**{100 * row['test_accuracy']:.1f}%**" in readme

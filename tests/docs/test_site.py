@@ -180,7 +180,7 @@ def test_the_reproductions_page_is_rendered_from_the_results(built_site):
     assert html.count('<details class="info">') >= 5
     assert "<summary>Music Transformer: command, data" in html
     assert "results/music_transformer_jsb.json" in html
-    assert "results/babi_memory_network_d20.json" in html
+    assert "results/babi_memory_network.json" in html
     assert 'src="../reproductions.png"' in html
     assert (site / "reproductions.png").read_bytes().startswith(b"\x89PNG")
 
