@@ -35,6 +35,7 @@ the memory network).
 
 import argparse
 import collections
+import json
 import os
 import pathlib
 import sys
@@ -190,7 +191,7 @@ def build_model(args, vocabulary_size, sentence_size, seed):
     else:
         optimizer = keras.optimizers.Adam(args.learning_rate,
                                           **{clip: args.clipnorm})
-    if args.label_smoothing > 0:  # the answers come one-hot (`one_hot`)
+    if args.label_smoothing > 0:  # one-hot answers (run_group)
         loss = keras.losses.CategoricalCrossentropy(
             from_logits=True, label_smoothing=args.label_smoothing)
     else:
@@ -230,11 +231,6 @@ def spectral_clip_sgd():
             return values * ops.cast(scale, values.dtype)
 
     return SpectralClipSGD
-
-
-def one_hot(answers, vocabulary_size):
-    """`(N,)` answer ids -> `(N, V)` float32, for a label-smoothed loss."""
-    return np.eye(vocabulary_size, dtype="float32")[answers]
 
 
 def paper_learning_rate(args, epoch):
@@ -291,8 +287,6 @@ class Checkpoint:
         return self.state_path.is_file()
 
     def save(self, model, state, best_weights=None):
-        import json
-
         self.directory.mkdir(parents=True, exist_ok=True)
         # A compiled model's weights file holds its optimizer's variables.
         model.save_weights(self.directory / "last.weights.h5")
@@ -305,8 +299,6 @@ class Checkpoint:
     def load(self, model, batch):
         """Restore `model` (built on `batch`) and its optimizer; returns
         (state, the best weights or None)."""
-        import json
-
         state = json.loads(self.state_path.read_text())
         model(batch)
         # Built first, the optimizer takes its variables (its step, so the
@@ -447,8 +439,11 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
     data = (vectorize(train_samples, vocabulary, args, sentence_size),
             vectorize(valid_samples, vocabulary, args, sentence_size))
     if args.label_smoothing > 0:
-        data = tuple((inputs, one_hot(answers, len(vocabulary)))
-                     for inputs, answers in data)
+        import keras
+
+        data = tuple((inputs, keras.utils.to_categorical(
+            answers, len(vocabulary)).astype("float32"))
+            for inputs, answers in data)
     model = build_model(args, len(vocabulary), sentence_size, seed)
     act = args.model == "universal_transformer" and not args.no_act
     state = train(args, model, data, args.minutes * 60.0, seed=seed,
@@ -934,13 +929,16 @@ def checkpoint_for(args, name, seed, tasks):
                       f"{args.size}-{label}-seed{seed}")
 
 
+def results_path(args, name):
+    """The results file `benchmarks/results/NAME.json` (or --results-dir)."""
+    return pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
+        f"{name}.json")
+
+
 def resumable(p, args, name):
     """With `--resume`: the earlier file's rows (the runs it finished) and
     commands; an error where its settings differ from these."""
-    import json
-
-    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
-        f"{name}.json")
+    path = results_path(args, name)
     if not args.resume or not path.is_file():
         return [], []
     record = json.loads(path.read_text())
@@ -961,10 +959,7 @@ def rewrite(args, p):
     """Recompute the summary and the claims of the results file from its
     rows (the claims name all its commands); everything else in it
     stays."""
-    import json
-
-    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
-        f"{args.results_name or 'babi_' + args.model}.json")
+    path = results_path(args, args.results_name or f"babi_{args.model}")
     if not path.is_file():
         p.error(f"--rewrite needs a results file, none at {path}")
     record = json.loads(path.read_text())
