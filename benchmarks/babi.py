@@ -144,7 +144,9 @@ def last_named_rule(train, test, memory_size):
 """Models."""
 
 
-def build_model(args, vocabulary_size, sentence_size, seed):
+def build_model(args, vocabulary_size, sentence_size, seed, slots=None):
+    """The compiled model; `slots`: the memory network's memory size
+    (default --memory-size)."""
     import keras
 
     from keras_attention.models import MemoryNetwork
@@ -162,8 +164,9 @@ def build_model(args, vocabulary_size, sentence_size, seed):
     else:
         model = MemoryNetwork(
             vocabulary_size, embedding_dim=args.embedding_dim,
-            hops=args.hops, memory_size=args.memory_size,
+            hops=args.hops, memory_size=slots or args.memory_size,
             random_noise=args.random_noise, seed=seed,
+            attend_to_empty=args.empty_slots == "attended",
             # The reference code's encoding with its protocol (task 16:
             # 51% error on every seed with the paper's formula).
             position_encoding="reference" if args.protocol == "paper"
@@ -397,9 +400,19 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
     return state
 
 
-def vectorize(samples, vocabulary, args, sentence_size):
-    return babi.vectorize_babi(samples, vocabulary, args.memory_size,
-                               sentence_size)
+def vectorize(samples, vocabulary, args, sentence_size, slots=None):
+    return babi.vectorize_babi(samples, vocabulary,
+                               slots or args.memory_size, sentence_size)
+
+
+def memory_slots(args, samples):
+    """The memory network's slots: --memory-size, or with attended empty
+    slots the longest training story, --memory-size at most (the
+    reference code's `config.sz = min(50, size(story, 2))`)."""
+    if args.model != "memory_network" or args.empty_slots != "attended":
+        return args.memory_size
+    return min(args.memory_size,
+               max(len(sample.sentences) for sample in samples))
 
 
 def ponder_by_role(samples, ponder, memory_size):
@@ -436,15 +449,16 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
         for t in tasks for split in ("train", "valid", "test")
         for s in getattr(loaded[t], split)
         for text in s.sentences[-args.memory_size:] + (s.question,))
-    data = (vectorize(train_samples, vocabulary, args, sentence_size),
-            vectorize(valid_samples, vocabulary, args, sentence_size))
+    slots = memory_slots(args, train_samples + valid_samples)
+    data = (vectorize(train_samples, vocabulary, args, sentence_size, slots),
+            vectorize(valid_samples, vocabulary, args, sentence_size, slots))
     if args.label_smoothing > 0:
         import keras
 
         data = tuple((inputs, keras.utils.to_categorical(
             answers, len(vocabulary)).astype("float32"))
             for inputs, answers in data)
-    model = build_model(args, len(vocabulary), sentence_size, seed)
+    model = build_model(args, len(vocabulary), sentence_size, seed, slots)
     act = args.model == "universal_transformer" and not args.no_act
     state = train(args, model, data, args.minutes * 60.0, seed=seed,
                   checkpoint=checkpoint, on_epoch=on_epoch)
@@ -463,7 +477,8 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
     rows = []
     for task in tasks:
         test = loaded[task].test
-        inputs, answers = vectorize(test, vocabulary, args, sentence_size)
+        inputs, answers = vectorize(test, vocabulary, args, sentence_size,
+                                    slots)
         result = predict(model, inputs, 256, ponder=act)
         predicted = result[0] if act else result
         accuracy = float(np.mean(predicted == answers))
@@ -819,6 +834,14 @@ def parser():
                          "validation accuracy, or the last (default: last "
                          "with --protocol paper, else validation)")
     mn.add_argument("--random-noise", type=float, default=0.1)
+    mn.add_argument("--empty-slots", choices=("attended", "masked"),
+                    default=None,
+                    help="attended (default with --protocol paper, as its "
+                         "reference code): a story's empty memory slots "
+                         "take part in the softmax with score 0, and a "
+                         "model has as many slots as the longest training "
+                         "story (--memory-size at most); masked (default "
+                         "with --protocol adam): they get no attention")
     p.add_argument("--backend", choices=("auto", "jax", "tensorflow",
                                           "torch"), default="auto",
                    help="auto: the faster on 2 CPU cores by "
@@ -867,7 +890,8 @@ def finish_arguments(p, args):
                         20 if paper else 40),
                     linear_epochs=linear, decay_every=decay,
                     epoch_selection="last" if paper else "validation",
-                    label_smoothing=0.1 if ut else 0.0)
+                    label_smoothing=0.1 if ut else 0.0,
+                    empty_slots="attended" if paper else "masked")
     for name, value in defaults.items():
         if getattr(args, name) is None:
             setattr(args, name, value)

@@ -161,6 +161,34 @@ def test_paper_learning_rate_follows_the_reference_code():
             joint.embedding_dim) == (90, 30, 15, 50)
 
 
+def test_paper_protocol_attends_empty_slots_of_the_longest_story():
+    """The reference code's memory (`config.sz = min(50, size(story,
+    2))`, empty slots in the softmax) with --protocol paper; masked and
+    --memory-size slots with --protocol adam and for the UT."""
+    module = _module()
+
+    def arguments(*extra):
+        p = module.parser()
+        return module.finish_arguments(p, p.parse_args(list(extra)))
+
+    samples = babi.parse_babi(babi.generate_babi(1, 30, seed=3))
+    longest = max(len(sample.sentences) for sample in samples)
+    assert longest < 50
+    paper = arguments("--model", "memory_network")
+    assert paper.empty_slots == "attended"
+    assert module.memory_slots(paper, samples) == longest
+    capped = arguments("--model", "memory_network", "--memory-size", "3")
+    assert module.memory_slots(capped, samples) == 3
+    for other in (arguments("--model", "memory_network", "--protocol",
+                            "adam"),
+                  arguments("--model", "memory_network", "--empty-slots",
+                            "masked"),
+                  arguments()):
+        assert module.memory_slots(other, samples) == 50
+    assert arguments("--model", "memory_network", "--protocol",
+                     "adam").empty_slots == "masked"
+
+
 def test_memory_network_paper_protocol_selects_both_ways(tmp_path):
     root = _release(tmp_path / "babi")
     _, record = run_benchmark(

@@ -120,6 +120,13 @@ class MemoryNetwork(keras.Model):
             (as if empty memories were inserted after each sentence with
             this probability), which regularizes the temporal tables.
         seed: int or None, for the random noise.
+        attend_to_empty: False: a story's empty slots get no attention
+            (masked out of the softmax). True: as the paper's reference
+            code, they take part in it with key and value zero (no
+            temporal encoding either), so their score is 0 and a hop can
+            put weight on nothing; then the number of slots, M, matters
+            (the reference code uses the longest story's length, 50 at
+            most).
 
     Training in the paper starts linear: set `model.linear_start = True`
     (the hops' weights are the raw scores `uᵀ m_i`, no softmax) for the
@@ -128,13 +135,15 @@ class MemoryNetwork(keras.Model):
     Call arguments:
         inputs: dict with `"story"` `(batch, M, J)` and `"question"`
             `(batch, J)` int word ids, 0 for padding. A slot whose words
-            are all padding is an empty memory: it gets zero attention.
+            are all padding is an empty memory: it gets zero attention
+            (unless `attend_to_empty`).
         return_attention: also return the attention of every hop.
         training: bool.
 
     Returns:
         float32 answer logits `(batch, V)` and, with `return_attention`,
-        the weights `(batch, K, M)` (rows of empty memories are zero).
+        the weights `(batch, K, M)` (rows of empty memories are zero unless
+        `attend_to_empty`).
 
     Example:
 
@@ -168,6 +177,7 @@ class MemoryNetwork(keras.Model):
         embeddings_stddev=0.1,
         random_noise=0.0,
         seed=None,
+        attend_to_empty=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -194,6 +204,7 @@ class MemoryNetwork(keras.Model):
         )
         self.random_noise = _validation.rate("random_noise", random_noise)
         self.seed = seed
+        self.attend_to_empty = bool(attend_to_empty)
         adjacent = weight_tying == "adjacent"
         tie = adjacent if tie_answer is None else bool(tie_answer)
 
@@ -332,7 +343,11 @@ class MemoryNetwork(keras.Model):
                 embedded[id(words)] = self._embed(words, story, story_weights)
             memory = embedded[id(words)]
             if temporal is not None:
-                memory = memory + ops.cast(temporal(ages), "float32")
+                time = ops.cast(temporal(ages), "float32")  # (B, M, D)
+                if self.attend_to_empty:  # empty slots stay zero
+                    time = time * ops.expand_dims(
+                        ops.cast(slot_mask, "float32"), -1)
+                memory = memory + time
             return memory
 
         state = self._embed(self.word_embeddings[0], question,
@@ -344,7 +359,8 @@ class MemoryNetwork(keras.Model):
             keys = memories(words[0], temporal[0])  # m (B, M, D)
             values = memories(words[1], temporal[1])  # c (B, M, D)
             output, weights = self.attention(
-                state, values, key=keys, key_padding_mask=slot_mask,
+                state, values, key=keys,
+                key_padding_mask=None if self.attend_to_empty else slot_mask,
                 return_attention_scores=True, training=training,
             )  # o (B, D), p (B, M)
             output, weights = self._maybe_linear(
@@ -403,6 +419,7 @@ class MemoryNetwork(keras.Model):
                 "embeddings_stddev": self.embeddings_stddev,
                 "random_noise": self.random_noise,
                 "seed": self.seed,
+                "attend_to_empty": self.attend_to_empty,
             }
         )
         return config

@@ -86,11 +86,14 @@ def reference(model, story, question, linear=False):
         keys, values = embed(key_table, story), embed(value_table, story)
         if key_time is not None:
             keys, values = keys + key_time[ages], values + value_time[ages]
+        if model.attend_to_empty:  # empty slots: key and value zero
+            keys, values = keys * used[..., None], values * used[..., None]
         scores = np.einsum("bd,bmd->bm", state, keys)
         if linear:
             weights = scores * used
         else:
-            scores = np.where(used, scores, -np.inf)
+            if not model.attend_to_empty:
+                scores = np.where(used, scores, -np.inf)
             weights = np.exp(scores - scores.max(-1, keepdims=True))
             weights /= weights.sum(-1, keepdims=True)
         output = np.einsum("bm,bmd->bd", weights, values)
@@ -119,6 +122,8 @@ CONFIGURATIONS = {
                                    tie_answer=True),
     "bag-of-words": dict(position_encoding=False, temporal_encoding=False),
     "reference-encoding": dict(position_encoding="reference"),
+    "attended-empty-slots": dict(position_encoding="reference",
+                                 attend_to_empty=True),
 }
 
 
@@ -188,6 +193,34 @@ def test_empty_memories_get_zero_attention_and_change_nothing():
     # An empty story: no attention at all, the answer from the question.
     empty = {"story": np.zeros_like(STORY[:1]), "question": QUESTION[:1]}
     assert np.all(as_numpy(model(empty, return_attention=True)[1]) == 0.0)
+
+
+def test_attended_empty_slots_score_zero_and_count():
+    """The reference code's empty slots: score 0 in the softmax, nothing
+    in the output; so each one added takes weight from the sentences."""
+    model = build(attend_to_empty=True, embeddings_stddev=0.5)
+    logits, attention = model(INPUTS, return_attention=True)
+    attention = as_numpy(attention)
+    np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-6)
+    # Story 2's two empty slots share one weight, that of a zero score.
+    first = attention[1, 0]
+    assert first[1] == pytest.approx(first[3]) and first[1] > 0.01
+    masked = build(embeddings_stddev=0.5)
+    masked.set_weights(model.get_weights())
+    assert np.all(as_numpy(masked(INPUTS, return_attention=True)[1])[
+        1, :, [1, 3]] == 0.0)
+    # Two more empty slots: less weight on each sentence, other logits.
+    wider = {"story": np.pad(STORY, ((0, 0), (0, 2), (0, 0))),
+             "question": QUESTION}
+    more = as_numpy(model(wider, return_attention=True)[1])
+    assert np.all(more[1, 0, [0, 2]] < attention[1, 0, [0, 2]])
+    assert not np.allclose(as_numpy(model(wider)), as_numpy(logits))
+    # An empty story: uniform weight on nothing; the answer is W u.
+    empty = {"story": np.zeros_like(STORY[:1]), "question": QUESTION[:1]}
+    weights = as_numpy(model(empty, return_attention=True)[1])
+    np.testing.assert_allclose(weights, 0.25, atol=1e-6)
+    state = reference(model, STORY[:1] * 0, QUESTION[:1])[0]
+    np.testing.assert_allclose(as_numpy(model(empty)), state, atol=1e-5)
 
 
 @pytest.mark.parametrize(
@@ -265,7 +298,7 @@ def test_random_noise_shifts_ages_in_training_only():
 
 def test_config_round_trip_and_keras_file(tmp_path):
     model = build(weight_tying="layer_wise", tie_answer=True, hops=2,
-                  random_noise=0.1, seed=5)
+                  random_noise=0.1, seed=5, attend_to_empty=True)
     config = model.get_config()
     clone = MemoryNetwork.from_config(config)
     assert clone.get_config() == config
