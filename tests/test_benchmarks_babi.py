@@ -287,7 +287,8 @@ def test_rewrite_recomputes_summary_and_claims(tmp_path):
 
 def test_the_readmes_babi_figures_are_the_results_files():
     """The README's bAbI figures are the committed results: the memory
-    network's best of 10 by validation, the UT's 10k task-2 accuracy."""
+    network's best of 10 by validation, the UT's 10k task-2 accuracy; and
+    the memory network page's figures."""
     import json
 
     root = BENCHMARKS.parent
@@ -297,6 +298,21 @@ def test_the_readmes_babi_figures_are_the_results_files():
     (group,) = record["summary"]
     assert f"**{group['best_of_seeds_error']:.2f}%**" in readme
     assert f"{group['best_of_seeds_by_train_error']:.2f}%" in readme
+    page = (root / "docs" / "models" / "memory-network.md").read_text()
+    assert (f"**Best of 10 seeds by validation: "
+            f"{group['best_of_seeds_error']:.2f}% mean error; by training "
+            f"error\n  (the paper's selection): "
+            f"{group['best_of_seeds_by_train_error']:.2f}%") in page
+    assert f"mean over seeds is {group['mean_error']:.2f}%" in page
+    assert f"spread by {group['seed_spread']:.2f} points" in page
+    per_task = group["best_of_seeds_per_task"]
+    assert "they are " + ", ".join(
+        f"{per_task[str(t)]:.1f}" for t in (6, 9)) + (
+        f" and {per_task['10']:.1f}%") in page
+    masked = json.loads((results / "babi_memory_network_masked.json"
+                         ).read_text())["summary"][0]
+    assert (f"{masked['best_of_seeds_error']:.2f}% by validation, "
+            f"{masked['best_of_seeds_by_train_error']:.2f}%") in page
     ut = json.loads((results / "babi_universal_transformer_10k_task2.json"
                      ).read_text())
     (row,) = ut["rows"]
