@@ -123,6 +123,25 @@ class Translator:
         return Translator(self.model, self.tokenizer, self.max_source_length,
                           beam_size, alpha)
 
+    def quantize(self, mode="int8"):
+        """Quantize the model in place with Keras's `Model.quantize(mode)`
+        (its projections, attention included, and embeddings; the tied
+        output projection reads the int8 target embeddings) and return
+        this translator, whose `translate`, `save` and `export` then use
+        the quantized model. Keras's other modes are passed on as they
+        are; only `"int8"` is tested here."""
+        if not isinstance(mode, str):
+            raise ValueError(f"`mode` must be a Keras quantization mode such "
+                             f"as 'int8', received: mode={mode!r}")
+        self.model.quantize(mode)
+        module = self.module
+        self.module = TranslatorModule(
+            self.model, self.tokenizer, self.tokenizer,
+            max_source_length=self.max_source_length,
+            beam_size=module.beam_size, alpha=module.alpha,
+        )
+        return self
+
     def translate_iter(self, texts, batch_size=64):
         """Translate any iterable of strings (a list, a file, stdin) batch by
         batch, in the graph as exported; yields each batch's translations,
@@ -309,7 +328,8 @@ class Translator:
             model_config = config["model"]
             if "class_name" in model_config:
                 model_config = model_config["config"]
-            model_config["dtype"] = keras.dtype_policies.get(dtype).name
+            model_config["dtype"] = _with_policy(model_config.get("dtype"),
+                                                 dtype)
         if "class_name" in config["model"]:
             model = keras.saving.deserialize_keras_object(config["model"])
         else:  # written before the RNN translator: a Transformer's config
@@ -319,6 +339,22 @@ class Translator:
         tokenizer = SubwordTokenizer.load(directory / "tokenizer.model")
         return cls(model, tokenizer, config["max_source_length"], beam_size,
                    alpha)
+
+
+def _with_policy(saved, dtype):
+    """The saved dtype config with `dtype`'s policy in place of the one
+    it was trained in; a quantized model's map (`DTypePolicyMap`) keeps
+    its int8 layers int8, now from `dtype`."""
+    name = keras.dtype_policies.get(dtype).name
+    if not (isinstance(saved, dict)
+            and saved.get("class_name") == "DTypePolicyMap"):
+        return name
+    saved = json.loads(json.dumps(saved))
+    saved["config"]["default_policy"] = name
+    for policy in saved["config"]["policy_map"].values():
+        if "source_name" in policy.get("config", {}):
+            policy["config"]["source_name"] = name
+    return saved
 
 
 def train(config=None, callbacks=(), **overrides):

@@ -42,7 +42,8 @@ def _load_translator(args):
 
     with user_errors():
         return Translator.load(args.model_dir, beam_size=args.beam_size,
-                               alpha=args.alpha)
+                               alpha=args.alpha,
+                               dtype=getattr(args, "dtype", None))
 
 
 def _multi30k_directory(data_dir):
@@ -314,6 +315,8 @@ def _attention_map(args):
 def _export(args):
     _check_model_dir(args.model_dir)
     translator = _load_translator(args)
+    if args.quantize:
+        translator.quantize(args.quantize)
     with errors_about([args.base_path], also=(FileExistsError,)):
         path = translator.export(args.base_path, args.name, args.version)
     print(f"exported to {path}")

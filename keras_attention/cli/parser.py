@@ -350,6 +350,15 @@ def _add_export(commands):
                         help="the model name (default: translator)")
     parser.add_argument("--version", type=_positive_int, default=None,
                         help="version number (default: next free)")
+    parser.add_argument("--dtype", choices=("float32", "mixed_bfloat16",
+                                            "bfloat16"), default=None,
+                        help="the Keras dtype policy to export in "
+                             "(default: the one it was trained in)")
+    parser.add_argument("--quantize", choices=("int8",), default=None,
+                        help="quantize the model with Keras's "
+                             "Model.quantize before exporting: int8 "
+                             "weights, about a quarter of the float32 "
+                             "size (default: no quantization)")
 
 
 def _add_serve(commands):

@@ -29,6 +29,7 @@ from tensorflow_serving.apis import classification_pb2
 from tensorflow_serving.apis import input_pb2
 
 from keras_attention import _validation
+from keras_attention.export._held_model import hold_model
 from keras_attention.export.saved_model import save_version
 from keras_attention.export.warmup_requests import predict_request
 from keras_attention.models.bert_classifier import BertClassifier
@@ -103,7 +104,7 @@ class BertClassifierModule(tf.Module):
         if not isinstance(classifier, BertClassifier):
             raise ValueError("`classifier` must be a BertClassifier, "
                              f"received: {type(classifier).__name__}")
-        self.classifier = classifier
+        hold_model(self, "classifier", classifier)  # not its optimizer
         self.tokenizer = tokenizer
         self.sequence_length = _validation.positive_int(
             "sequence_length", sequence_length)

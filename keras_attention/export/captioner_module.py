@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from keras_attention import _validation
 from keras_attention import decoding
+from keras_attention.export._held_model import hold_model
 from keras_attention.export.saved_model import save_version
 
 
@@ -40,7 +41,7 @@ class CaptionerModule(tf.Module):
     def __init__(self, model, words, image_shape, *, bos_id, eos_id,
                  max_words=8, beam_size=1, alpha=0.6, name=None):
         super().__init__(name=name)
-        self.model = model
+        hold_model(self, "model", model)  # not its optimizer
         self.words = tf.constant(list(words), tf.string)  # (V,)
         if len(words) != model.target_vocabulary_size:
             raise ValueError(

@@ -10,6 +10,7 @@ require(__name__, "translate", "tensorflow")
 import numpy as np
 import tensorflow as tf
 
+from keras_attention.export._held_model import track_held_variables
 from keras_attention.export.translator_module import TranslatorModule
 
 # TF Serving's warm-up requests (`assets.extra/tf_serving_warmup_requests`):
@@ -107,6 +108,7 @@ def save_version(module, base_path, name, version, signatures,
     if path.exists():
         raise FileExistsError(f"{path} exists; choose another `version`")
     staging = model_directory / f".{version}.partial"
+    track_held_variables(module)
     tf.saved_model.save(module, str(staging), signatures=signatures)
     if warmup_requests:
         from keras_attention.export.warmup_requests import write_warmup_requests

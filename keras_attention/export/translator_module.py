@@ -19,6 +19,7 @@ import tensorflow as tf
 
 from keras_attention import _validation
 from keras_attention import decoding
+from keras_attention.export._held_model import hold_model
 
 TEXT_SIGNATURE = [tf.TensorSpec([None], tf.string, name="text")]
 
@@ -49,7 +50,7 @@ class TranslatorModule(tf.Module):
                  length_ratio=1.5, length_offset=10, max_output_length=256,
                  name=None):
         super().__init__(name=name)
-        self.model = model
+        hold_model(self, "model", model)  # not its optimizer
         self.source_tokenizer = source_tokenizer
         self.target_tokenizer = target_tokenizer
         self.max_source_length = _validation.positive_int(

@@ -1,0 +1,119 @@
+"""The translator quantized to int8 end to end: `Translator.quantize`,
+saved and loaded (also in another dtype policy), exported by the Python API
+and by `keras-attention export --quantize int8`, loaded in a process that
+imports only tensorflow and tensorflow_text, and served over REST and
+gRPC: everywhere it translates as the quantized model does in memory."""
+
+import pytest
+
+from keras_attention.cli import main as cli
+from keras_attention.serving.client import Client
+from keras_attention.translator import Translator
+from tests.serving import http
+from tests.serving.conftest import running_server
+from tests.translator.test_export import _load_elsewhere
+from tests.trained_translators import TEXTS
+from tests.trained_translators import VARIANTS
+from tests.trained_translators import trained_translator
+
+# (variant, the policy it is loaded in before quantizing): the
+# Transformer from mixed_bfloat16 (the precision `--precision auto` trains
+# in on a bfloat16 CPU; its export failed before). Both translators'
+# quantized logits are checked in tests/models/test_translator_quantization.py.
+CASES = [("sinusoidal", "mixed_bfloat16")]
+
+
+def _int8_layers(model):
+    return sorted(layer.name for layer in model._flatten_layers()
+                  if getattr(layer, "quantization_mode", None) == "int8")
+
+
+def _weights_bytes(path):
+    return sum(f.stat().st_size for f in (path / "variables").iterdir())
+
+
+@pytest.fixture(scope="module", params=CASES, ids=["-".join(case)
+                                                    for case in CASES])
+def quantized(tmp_path_factory, request):
+    """(the quantized translator, its export, the float32 export, the run
+    folder): the tiny trained translator of the case's variant, loaded in
+    the case's policy and quantized."""
+    variant, policy = request.param
+    directory = trained_translator(tmp_path_factory, variant,
+                                   then=list(VARIANTS))
+    base = tmp_path_factory.mktemp("quantized")
+    floating = Translator.load(directory, dtype="float32")
+    floating.module.max_source_length = 32
+    float_path = floating.export(base, "float")
+    translator = Translator.load(directory, dtype=policy)
+    translator.module.max_source_length = 32
+    assert translator.quantize("int8") is translator
+    return (translator, translator.export(base, "int8"), float_path,
+            directory)
+
+
+def test_quantized_export_translates_like_the_quantized_model(quantized):
+    translator, path, float_path, _ = quantized
+    layers = _int8_layers(translator.model)
+    # The attention projections are quantized (FlatEinsumDense through
+    # EinsumDense's own quantize), the embeddings and feed-forwards too.
+    assert any("query" in name or "attention" in name for name in layers)
+    assert any("embedding" in name for name in layers), layers
+    (loaded,) = _load_elsewhere(path)
+    assert loaded["translation"] == translator.translate(TEXTS)
+    assert loaded["xla_ops"] == []
+    # int8 weights: well under half the float32 export's variables (the
+    # biases and layer norms stay float; about 0.3x on the hour's model).
+    assert _weights_bytes(path) < 0.5 * _weights_bytes(float_path)
+
+
+def test_quantized_translator_saves_and_loads_in_another_policy(
+        quantized, tmp_path):
+    translator = quantized[0]
+    translator.save(tmp_path / "run")
+    again = Translator.load(tmp_path / "run")
+    assert _int8_layers(again.model) == _int8_layers(translator.model)
+    assert again.translate(TEXTS) == Translator(
+        translator.model, translator.tokenizer,
+        translator.max_source_length).translate(TEXTS)
+    other = Translator.load(tmp_path / "run", dtype="mixed_bfloat16")
+    assert _int8_layers(other.model) == _int8_layers(translator.model)
+    assert other.model.dtype_policy.default_policy.name == "mixed_bfloat16"
+    # int8 from mixed_bfloat16: the quantized layers compute in bfloat16.
+    assert {layer.compute_dtype for layer in other.model._flatten_layers()
+            if getattr(layer, "quantization_mode", None)} == {"bfloat16"}
+    assert len(other.translate(TEXTS[:2])) == 2
+
+
+def test_cli_export_quantize_int8(quantized, tmp_path, capsys):
+    directory = quantized[3]
+    cli(["export", "--model-dir", str(directory), "--base-path",
+         str(tmp_path), "--name", "small", "--quantize", "int8",
+         "--dtype", "float32"])
+    path = tmp_path / "small" / "1"
+    assert f"exported to {path}" in capsys.readouterr().out
+    # The export path is the one tested above; here, that the command
+    # quantized: the kernels it saved are int8.
+    import tensorflow as tf
+
+    saved = tf.train.load_checkpoint(str(path / "variables" / "variables"))
+    dtypes = saved.get_variable_to_dtype_map()
+    assert sum(dtype == tf.int8 for dtype in dtypes.values()) > 10
+    assert not any("optimizer" in name for name in dtypes)  # weights only
+    with pytest.raises(SystemExit):
+        cli(["export", "--model-dir", str(directory), "--quantize", "int4x"])
+    assert "--quantize: invalid choice: 'int4x'" in capsys.readouterr().err
+
+
+def test_the_quantized_export_is_served_over_rest_and_grpc(quantized):
+    translator, path, _, _ = quantized
+    expected = translator.translate(TEXTS)
+    with running_server("--model_name=int8",
+                        f"--model_base_path={path.parent}",
+                        model="int8") as (url, process):
+        reply = http.call(url, "predict", {"inputs": {"text": TEXTS}},
+                          model="int8")
+        assert reply.status == 200, reply.raw
+        assert reply.json["outputs"] == expected
+        with Client(f"grpc://{process.grpc_target}", "int8") as client:
+            assert client.translate(TEXTS) == expected
