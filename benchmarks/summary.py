@@ -287,11 +287,15 @@ def _babi(record):
             runs = [r for r in mine if r["task"] == task]
             errors = [r["test_error"] for r in runs]
             paper = runs[0]["paper_error"]
+            chosen = ""
+            if best:
+                chosen = " | ".join(
+                    f"{group[name][str(task)]:.1f}"
+                    for name in ("best_of_seeds_per_task",
+                                 "best_of_seeds_by_train_error_per_task")
+                ) + " | "
             line = (f"| {task} | {sum(errors) / len(errors):.1f} | "
-                    f"{_spread(errors)} | "
-                    + (f"{group['best_of_seeds_per_task'][str(task)]:.1f} | "
-                       f"{group['best_of_seeds_by_train_error_per_task'][str(task)]:.1f} | "
-                       if best else "")
+                    f"{_spread(errors)} | " + chosen
                     + f"{'—' if paper is None else f'{paper:.1f}'} | "
                     f"{100 * (1 - runs[0]['last_named_rule']):.1f} | "
                     f"{100 * (1 - runs[0]['majority_rule']):.1f} | "

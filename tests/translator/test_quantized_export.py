@@ -11,10 +11,10 @@ from keras_attention.serving.client import Client
 from keras_attention.translator import Translator
 from tests.serving import http
 from tests.serving.conftest import running_server
-from tests.translator.test_export import _load_elsewhere
 from tests.trained_translators import TEXTS
 from tests.trained_translators import VARIANTS
 from tests.trained_translators import trained_translator
+from tests.translator.test_export import _load_elsewhere
 
 # (variant, the policy it is loaded in before quantizing): the
 # Transformer from mixed_bfloat16 (the precision `--precision auto` trains
