@@ -85,12 +85,26 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     assert "no weights" in stdout
     [claim] = record["claims"]
     assert claim["theirs"] == "21.3 vs 19.5"
-    assert claim["reproduced"] in ("yes", "partly", "no")
+    module = load_script("captioner_hard_soft", monkeypatch)
+    assert claim["reproduced"] == module.verdict(
+        hard["test_bleu"] - soft["test_bleu"], 0.0)
+    # The sizes recorded are the run's: --filters' default, 16,32,32.
+    assert record["sizes"]["filters"] == [16, 32, 32]
     assert record["data"]["digits"] == {"test": 20, "validation": 20,
                                         "train": 50}
     page = "\n".join(load_script("summary", monkeypatch).render(record))
     assert "| soft attention (`soft`) | 1 | **" in page
     assert "no weights" in page and "| 21.3 |" in page
+
+
+def test_the_verdict_is_the_reproductions_pages(monkeypatch):
+    """Yes: hard ahead of soft by more than the seeds' spread; partly:
+    ahead within it (the paper's ordering); no: behind, by any margin."""
+    verdict = load_script("captioner_hard_soft", monkeypatch).verdict
+    assert verdict(0.5, 0.2) == "yes"
+    assert verdict(0.1, 0.2) == "partly"
+    assert verdict(-0.85, 0.18) == "no"  # the committed run: behind
+    assert verdict(0.0, 0.0) == "no"
 
 
 @pytest.mark.parametrize("arguments, message", [
