@@ -1,0 +1,33 @@
+"""LoRA on a model's attention projections (Hu et al. 2021), the
+KerasHub way (`Backbone.enable_lora`): every weight of the model stops
+training, then each of our `MultiHeadAttention` layers (self- and
+cross-attention, relative attention included) adds Keras's
+`EinsumDense` adapters to the projections named
+(`MultiHeadAttention.enable_lora`). Saving merges the adapters into the
+kernels (Keras's own `EinsumDense` saving), so a fine-tuned model saves,
+loads and exports as a plain one."""
+
+from keras_attention.layers import MultiHeadAttention
+
+
+def enable_lora(model, rank, lora_alpha=None, projections=("query", "value")):
+    """Freeze `model` and add rank-`rank` adapters to the `projections` of
+    every attention layer in it; returns those layers."""
+    if not model.built:
+        raise ValueError(
+            f"Build {type(model).__name__} before `enable_lora` (call it "
+            "once), received: an unbuilt model"
+        )
+    attention = [layer for layer in model._flatten_layers(include_self=False)
+                 if isinstance(layer, MultiHeadAttention)]
+    if not attention:
+        raise ValueError(
+            f"{type(model).__name__} has no attention layer to adapt "
+            "(keras_attention.layers.MultiHeadAttention or a subclass)"
+        )
+    for variable in model.weights:
+        variable.trainable = False
+    for layer in attention:
+        layer.enable_lora(rank, lora_alpha=lora_alpha,
+                          projections=projections)
+    return attention
