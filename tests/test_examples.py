@@ -149,6 +149,44 @@ def test_pronoun_heads_reads_the_encoder_rows_by_word(tmp_path_factory,
     np.testing.assert_allclose(grouped.sum(-1), 1.0, atol=1e-5)
 
 
+def test_lora_finetune_trains_only_adapters_and_exports(tmp_path_factory,
+                                                        capsys):
+    """New data the trained translator has not seen (its targets' words
+    reversed): the adapters learn it (the loss falls), the weights outside
+    the attention projections come back bit-identical, and the merged
+    translator saves, loads and exports."""
+    from keras_attention.text import load_corpus
+    from keras_attention.translator import Translator
+    from tests.trained_translators import trained_translator
+
+    directory = trained_translator(tmp_path_factory, "sinusoidal")
+    work = tmp_path_factory.mktemp("lora")
+    pairs = load_corpus("synthetic")["val"][:200]
+    new = work / "new.tsv"
+    new.write_text("".join(f"{source}\t{' '.join(target.split()[::-1])}\n"
+                           for source, target in pairs), encoding="utf-8")
+    check = work / "check.tsv"  # a few pairs for the BLEU lines
+    check.write_text("".join(new.read_text(encoding="utf-8").splitlines(
+        keepends=True)[:20]), encoding="utf-8")
+    result = load("lora_finetune").main([
+        "--model-dir", str(directory), "--train-files", str(new),
+        "--val-files", str(check), "--epochs", "3", "--learning-rate", "1e-2",
+        "--output-dir", str(work / "adapted"), "--export-base",
+        str(work / "models")])
+    assert result["loss"][-1] < 0.9 * result["loss"][0], result["loss"]
+    assert 0 < result["trainable"] < 0.1 * result["total"]
+    assert (result["export"] / "saved_model.pb").exists()
+    original = Translator.load(directory).model
+    adapted = Translator.load(work / "adapted").model
+    changed = [w.path for w, v in zip(original.weights, adapted.weights)
+               if not np.array_equal(np.asarray(w), np.asarray(v))]
+    assert changed and all(
+        re.search(r"/(query|value)(_dense)?/kernel$", path)
+        for path in changed), changed
+    out = capsys.readouterr().out
+    assert "trainable:" in out and "validation BLEU:" in out
+
+
 def test_bleu_by_length_compares_translators_on_the_same_buckets(
         tmp_path_factory, tmp_path, capsys):
     """Each model's buckets are `Translator.evaluate(by_length=...)`'s
