@@ -31,3 +31,28 @@ def enable_lora(model, rank, lora_alpha=None, projections=("query", "value")):
         layer.enable_lora(rank, lora_alpha=lora_alpha,
                           projections=projections)
     return attention
+
+
+class LoRAMixin:
+    """`enable_lora` for a model built of our attention layers."""
+
+    def enable_lora(self, rank, lora_alpha=None,
+                    projections=("query", "value")):
+        """Fine-tune with LoRA: freeze every weight and add trainable
+        rank-`rank` adapters to the `projections` ("query", "key",
+        "value", "attention_output") of every attention layer, scaled by
+        `lora_alpha / rank` (`MultiHeadAttention.enable_lora`). Build the
+        model first. Saving merges the adapters into the kernels.
+
+        Example:
+
+        >>> import numpy as np
+        >>> from keras_attention.models import TransformerTranslator
+        >>> model = TransformerTranslator.from_preset("tiny", 50, 50)
+        >>> _ = model({"encoder_tokens": np.ones((1, 3), "int32"),
+        ...            "decoder_tokens": np.ones((1, 2), "int32")})
+        >>> model.enable_lora(2)
+        >>> all("lora" in w.path for w in model.trainable_weights)
+        True
+        """
+        enable_lora(self, rank, lora_alpha, projections)

@@ -10,7 +10,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
-from keras_attention.models._lora import enable_lora
+from keras_attention.models._lora import LoRAMixin
 from keras_attention.models.transformer_language_model import TransformerLanguageModel
 
 PRESETS = {
@@ -36,7 +36,7 @@ def _real_positions(mask):
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class DecoderOnlyTranslator(keras.Model):
+class DecoderOnlyTranslator(LoRAMixin, keras.Model):
     """A translator without an encoder: Liu et al.'s T-D (2018, section
     4.2.3). The source, then `<s>` (the separator) and the target are one
     sequence read by a `TransformerLanguageModel` (causal full
@@ -247,27 +247,6 @@ class DecoderOnlyTranslator(keras.Model):
                                axis=1)  # (B, S)
         total = ops.maximum(ops.sum(over_source, -1, keepdims=True), 1e-9)
         return ops.cast(logits[:, 0], "float32"), cache, over_source / total
-
-    def enable_lora(self, rank, lora_alpha=None,
-                    projections=("query", "value")):
-        """Fine-tune with LoRA: freeze every weight and add trainable
-        rank-`rank` adapters to the `projections` ("query", "key",
-        "value", "attention_output") of every attention layer, scaled by
-        `lora_alpha / rank` (`MultiHeadAttention.enable_lora`). Build the
-        model first. Saving merges the adapters into the kernels.
-
-        Example:
-
-        >>> import numpy as np
-        >>> from keras_attention.models import DecoderOnlyTranslator
-        >>> model = DecoderOnlyTranslator.from_preset("tiny", 50, 50)
-        >>> _ = model({"encoder_tokens": np.ones((1, 3), "int32"),
-        ...            "decoder_tokens": np.ones((1, 2), "int32")})
-        >>> model.enable_lora(2)
-        >>> all("lora" in w.path for w in model.trainable_weights)
-        True
-        """
-        enable_lora(self, rank, lora_alpha, projections)
 
     def get_config(self):
         config = super().get_config()

@@ -15,7 +15,7 @@ from keras_attention.layers import SinusoidalPositionEmbedding
 from keras_attention.layers import TransformerDecoder
 from keras_attention.layers import TransformerEncoder
 from keras_attention.layers._quantization import quantized_dtype_config
-from keras_attention.models._lora import enable_lora
+from keras_attention.models._lora import LoRAMixin
 from keras_attention.models._tied_logits import tied_logits
 
 PRESETS = {
@@ -35,7 +35,7 @@ d_ff=1024) and `base` (the paper's: N=6, d=512, h=8, d_ff=2048)."""
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")
-class TransformerTranslator(keras.Model):
+class TransformerTranslator(LoRAMixin, keras.Model):
     """A Transformer translator built from the package's layers.
 
     Token embeddings scaled by √D plus sinusoidal positions (or relative
@@ -396,27 +396,6 @@ class TransformerTranslator(keras.Model):
                 x, new_cache[block.name] = outputs
         attention = ops.mean(ops.cast(scores[:, :, 0], "float32"), axis=1)
         return self._logits(x)[:, 0], new_cache, attention
-
-    def enable_lora(self, rank, lora_alpha=None,
-                    projections=("query", "value")):
-        """Fine-tune with LoRA: freeze every weight and add trainable
-        rank-`rank` adapters to the `projections` ("query", "key",
-        "value", "attention_output") of every attention layer, scaled by
-        `lora_alpha / rank` (`MultiHeadAttention.enable_lora`). Build the
-        model first. Saving merges the adapters into the kernels.
-
-        Example:
-
-        >>> import numpy as np
-        >>> from keras_attention.models import TransformerTranslator
-        >>> model = TransformerTranslator.from_preset("tiny", 50, 50)
-        >>> _ = model({"encoder_tokens": np.ones((1, 3), "int32"),
-        ...            "decoder_tokens": np.ones((1, 2), "int32")})
-        >>> model.enable_lora(2)
-        >>> all("lora" in w.path for w in model.trainable_weights)
-        True
-        """
-        enable_lora(self, rank, lora_alpha, projections)
 
     def get_config(self):
         config = super().get_config()
