@@ -1,0 +1,51 @@
+"""benchmarks/quantization.py: float32 and int8 of the tests' tiny trained
+translator on a few synthetic sentences, in memory, on disk and served;
+the int8 weights take under half the float32's bytes; mistakes are one
+line."""
+
+import subprocess
+import sys
+
+import pytest
+
+from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import run_benchmark
+from tests.trained_translators import trained_translator
+
+
+def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory):
+    directory = trained_translator(tmp_path_factory, "sinusoidal")
+    stdout, record = run_benchmark(
+        "quantization.py", tmp_path / "results", "--model-dir",
+        str(directory), "--corpus", "synthetic", "--limit", "12",
+        "--variants", "float32,int8", "--beam-size", "2", "--clients", "1,2",
+        "--seconds", "0.5", timeout=600)
+    rows = {row["variant"]: row for row in record["rows"]}
+    assert set(rows) == {"float32", "int8"}
+    for row in rows.values():
+        assert row["sentences"] == 12 and 0 <= row["bleu_greedy"] <= 100
+        assert [s["clients"] for s in row["served"]] == [1, 2]
+        assert all(s["errors"] == 0 and s["p50_ms"] > 0
+                   for s in row["served"])
+    summary = record["summary"]
+    assert summary["int8"]["size_over_float32"] < 0.5
+    assert summary["int8"]["size_over_float32"] == pytest.approx(
+        rows["int8"]["weights_bytes"] / rows["float32"]["weights_bytes"])
+    assert set(summary["targets"]) == {"bleu_within_0.5",
+                                       "size_at_most_0.3x", "not_slower"}
+    assert "int8 targets" in stdout
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--variants", "int8"], "--variants must name float32"),
+    (["--clients", "0"], "--clients: must be positive integers"),
+    (["--limit", "0"], "--limit must be positive, received: 0"),
+])
+def test_mistakes_are_one_line(tmp_path, arguments, message):
+    (tmp_path / "translator.json").write_text("{}")
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "quantization.py"), "--model-dir",
+         str(tmp_path), *arguments], capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert message in result.stderr
