@@ -317,3 +317,14 @@ def test_the_readmes_babi_figures_are_the_results_files():
                      ).read_text())
     (row,) = ut["rows"]
     assert f"**{100 * row['test_accuracy']:.1f}%**" in readme
+    assert f"{row['minutes']:.0f} minutes on 2 CPU cores" in readme
+    page = (root / "docs" / "models" / "universal-transformer.md"
+            ).read_text()
+    assert (f"**{100 * row['test_accuracy']:.1f}%** of the 1,000 test "
+            f"questions (**{row['test_error']:.1f}% error**") in page
+    assert (f"({row['steps']:,} steps, {row['minutes']:.1f} minutes of "
+            "training in all") in page
+    assert "mean ponder time " + ", ".join(
+        f"{row[f'ponder_{role}']:.2f} ({label})" for role, label in (
+            ("question", "question"), ("supporting", "supporting facts"))
+    ) in page.replace("\n", " ")
