@@ -59,7 +59,8 @@ def parse(argv):
                    help="score the first N test sentences (default: all)")
     p.add_argument("--variants", default="float32,bfloat16,int8",
                    help="some of " + ", ".join(VARIANTS))
-    p.add_argument("--beam-size", type=int, default=4)
+    p.add_argument("--beam-size", type=int, default=4,
+                   help="the beam of the second BLEU (1: greedy only)")
     p.add_argument("--clients", type=positive_ints, default=[1, 32],
                    help="concurrent REST clients (default: 1,32)")
     p.add_argument("--seconds", type=float, default=10.0,
@@ -116,11 +117,13 @@ def measure(args, variant, pairs, base):
     translator = Translator.load(args.model_dir, dtype=settings["dtype"])
     if settings["quantize"]:
         translator.quantize(settings["quantize"])
-    beamed = translator.with_decoding(beam_size=args.beam_size)
-    for decoder in (translator, beamed):  # traced before the clock runs
+    decoders = [translator]
+    if args.beam_size > 1:
+        decoders.append(translator.with_decoding(beam_size=args.beam_size))
+    for decoder in decoders:  # traced before the clock runs
         decoder.translate([source for source, _ in pairs[:8]])
-    greedy = translator.evaluate(pairs)
-    beam = beamed.evaluate(pairs)
+    greedy = decoders[0].evaluate(pairs)
+    beam = decoders[-1].evaluate(pairs) if len(decoders) > 1 else greedy
     path = translator.export(base, variant)
     weights = sum(f.stat().st_size for f in (path / "variables").iterdir())
     row = {"variant": variant, "cpu": harness.machine()["cpu"],

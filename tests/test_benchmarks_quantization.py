@@ -17,13 +17,14 @@ def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory):
     directory = trained_translator(tmp_path_factory, "sinusoidal")
     stdout, record = run_benchmark(
         "quantization.py", tmp_path / "results", "--model-dir",
-        str(directory), "--corpus", "synthetic", "--limit", "12",
-        "--variants", "float32,int8", "--beam-size", "2", "--clients", "1,2",
+        str(directory), "--corpus", "synthetic", "--limit", "6",
+        "--variants", "float32,int8", "--beam-size", "1", "--clients", "1,2",
         "--seconds", "0.5", timeout=600)
     rows = {row["variant"]: row for row in record["rows"]}
     assert set(rows) == {"float32", "int8"}
     for row in rows.values():
-        assert row["sentences"] == 12 and 0 <= row["bleu_greedy"] <= 100
+        assert row["sentences"] == 6 and 0 <= row["bleu_greedy"] <= 100
+        assert row["bleu_beam"] == row["bleu_greedy"]  # --beam-size 1
         assert [s["clients"] for s in row["served"]] == [1, 2]
         assert all(s["errors"] == 0 and s["p50_ms"] > 0
                    for s in row["served"])

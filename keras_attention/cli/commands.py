@@ -41,9 +41,11 @@ def _load_translator(args):
     from keras_attention.translator import Translator
 
     with user_errors():
+        # --dtype: export's alone.
+        policy = ({"dtype": args.dtype} if getattr(args, "dtype", None)
+                  else {})
         return Translator.load(args.model_dir, beam_size=args.beam_size,
-                               alpha=args.alpha,
-                               dtype=getattr(args, "dtype", None))
+                               alpha=args.alpha, **policy)
 
 
 def _multi30k_directory(data_dir):

@@ -35,25 +35,34 @@ def _weights_bytes(path):
 @pytest.fixture(scope="module", params=CASES, ids=["-".join(case)
                                                     for case in CASES])
 def quantized(tmp_path_factory, request):
-    """(the quantized translator, its export, the float32 export, the run
-    folder): the tiny trained translator of the case's variant, loaded in
-    the case's policy and quantized."""
+    """(the quantized translator in memory, the export `keras-attention
+    export --quantize int8 --dtype POLICY` wrote, the bytes of the float32
+    weights, what the command printed): from the tiny trained translator
+    of the case's variant."""
+    import contextlib
+    import io
+
     variant, policy = request.param
     directory = trained_translator(tmp_path_factory, variant,
                                    then=list(VARIANTS))
     base = tmp_path_factory.mktemp("quantized")
-    floating = Translator.load(directory, dtype="float32")
-    floating.module.max_source_length = 32
-    float_path = floating.export(base, "float")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        cli(["export", "--model-dir", str(directory), "--base-path",
+             str(base), "--name", "int8", "--quantize", "int8", "--dtype",
+             policy])
+    float_bytes = 4 * Translator.load(directory, dtype="float32"
+                                      ).model.count_params()
     translator = Translator.load(directory, dtype=policy)
-    translator.module.max_source_length = 32
     assert translator.quantize("int8") is translator
-    return (translator, translator.export(base, "int8"), float_path,
-            directory)
+    return translator, base / "int8" / "1", float_bytes, printed.getvalue()
 
 
 def test_quantized_export_translates_like_the_quantized_model(quantized):
-    translator, path, float_path, _ = quantized
+    import tensorflow as tf
+
+    translator, path, float_bytes, printed = quantized
+    assert f"exported to {path}" in printed
     layers = _int8_layers(translator.model)
     # The attention projections are quantized (FlatEinsumDense through
     # EinsumDense's own quantize), the embeddings and feed-forwards too.
@@ -62,9 +71,13 @@ def test_quantized_export_translates_like_the_quantized_model(quantized):
     (loaded,) = _load_elsewhere(path)
     assert loaded["translation"] == translator.translate(TEXTS)
     assert loaded["xla_ops"] == []
-    # int8 weights: well under half the float32 export's variables (the
-    # biases and layer norms stay float; about 0.3x on the hour's model).
-    assert _weights_bytes(path) < 0.5 * _weights_bytes(float_path)
+    saved = tf.train.load_checkpoint(str(path / "variables" / "variables"))
+    dtypes = saved.get_variable_to_dtype_map()
+    assert sum(dtype == tf.int8 for dtype in dtypes.values()) > 10
+    assert not any("optimizer" in name for name in dtypes)  # weights only
+    # int8 weights: well under half the float32 weights' bytes (the
+    # biases and layer norms stay float).
+    assert _weights_bytes(path) < 0.5 * float_bytes
 
 
 def test_quantized_translator_saves_and_loads_in_another_policy(
@@ -85,23 +98,9 @@ def test_quantized_translator_saves_and_loads_in_another_policy(
     assert len(other.translate(TEXTS[:2])) == 2
 
 
-def test_cli_export_quantize_int8(quantized, tmp_path, capsys):
-    directory = quantized[3]
-    cli(["export", "--model-dir", str(directory), "--base-path",
-         str(tmp_path), "--name", "small", "--quantize", "int8",
-         "--dtype", "float32"])
-    path = tmp_path / "small" / "1"
-    assert f"exported to {path}" in capsys.readouterr().out
-    # The export path is the one tested above; here, that the command
-    # quantized: the kernels it saved are int8.
-    import tensorflow as tf
-
-    saved = tf.train.load_checkpoint(str(path / "variables" / "variables"))
-    dtypes = saved.get_variable_to_dtype_map()
-    assert sum(dtype == tf.int8 for dtype in dtypes.values()) > 10
-    assert not any("optimizer" in name for name in dtypes)  # weights only
+def test_export_quantize_mistakes_are_one_line(capsys):
     with pytest.raises(SystemExit):
-        cli(["export", "--model-dir", str(directory), "--quantize", "int4x"])
+        cli(["export", "--quantize", "int4x"])
     assert "--quantize: invalid choice: 'int4x'" in capsys.readouterr().err
 
 
