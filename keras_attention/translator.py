@@ -134,12 +134,9 @@ class Translator:
             raise ValueError(f"`mode` must be a Keras quantization mode such "
                              f"as 'int8', received: mode={mode!r}")
         self.model.quantize(mode)
-        module = self.module
-        self.module = TranslatorModule(
-            self.model, self.tokenizer, self.tokenizer,
-            max_source_length=self.max_source_length,
-            beam_size=module.beam_size, alpha=module.alpha,
-        )
+        # A module of its own: the old one's functions read the float model.
+        self.module = self.with_decoding(self.module.beam_size,
+                                         self.module.alpha).module
         return self
 
     def translate_iter(self, texts, batch_size=64):
