@@ -175,210 +175,10 @@ def load(args, p):
 
 
 """
-## The networks
-"""
-
-
-def spectral(layer):
-    import keras
-
-    return keras.layers.SpectralNormalization(layer)
-
-
-def generator(args, attention):
-    """`(G, probe)`: probe maps the latent to `(image, weights)`, weights
-    `(B, 196, 49)` of the block (None without one)."""
-    import keras
-
-    from keras_attention.layers import SelfAttention2D
-
-    layers, width = keras.layers, args.width
-    latent = keras.Input((args.latent,))
-    x = spectral(layers.Dense(7 * 7 * 4 * width))(latent)
-    x = layers.Reshape((7, 7, 4 * width))(x)
-    x = layers.ReLU()(layers.BatchNormalization()(x))
-    x = layers.UpSampling2D()(x)  # (B, 14, 14, 4w)
-    x = spectral(layers.Conv2D(2 * width, 3, padding="same"))(x)
-    x = layers.ReLU()(layers.BatchNormalization()(x))
-    weights = None
-    if attention:
-        x, weights = SelfAttention2D(spectral_normalization=True,
-                                     name="attention")(
-            x, return_attention_scores=True)
-    x = layers.UpSampling2D()(x)  # (B, 28, 28, 2w)
-    x = spectral(layers.Conv2D(width, 3, padding="same"))(x)
-    x = layers.ReLU()(layers.BatchNormalization()(x))
-    image = spectral(layers.Conv2D(1, 3, padding="same",
-                                   activation="tanh"))(x)
-    probe = (keras.Model(latent, [image, weights]) if attention else None)
-    return keras.Model(latent, image, name="generator"), probe
-
-
-def discriminator(args, attention):
-    """`(D, probe)`: probe maps images to the block's weights."""
-    import keras
-
-    from keras_attention.layers import SelfAttention2D
-
-    layers, width = keras.layers, args.width
-    image = keras.Input((28, 28, 1))
-    x = spectral(layers.Conv2D(width, 3, padding="same"))(image)
-    x = layers.LeakyReLU(0.1)(x)
-    x = spectral(layers.Conv2D(2 * width, 4, strides=2, padding="same"))(x)
-    x = layers.LeakyReLU(0.1)(x)  # (B, 14, 14, 2w)
-    weights = None
-    if attention:
-        x, weights = SelfAttention2D(spectral_normalization=True,
-                                     name="attention")(
-            x, return_attention_scores=True)
-    x = spectral(layers.Conv2D(4 * width, 4, strides=2, padding="same"))(x)
-    x = layers.LeakyReLU(0.1)(x)  # (B, 7, 7, 4w)
-    score = spectral(layers.Dense(1))(layers.Flatten()(x))
-    probe = keras.Model(image, weights) if attention else None
-    return keras.Model(image, score, name="discriminator"), probe
-
-
-def gamma(model):
-    """The γ of `model`'s block, or None."""
-    from keras import ops
-
-    from keras_attention.layers import SelfAttention2D
-
-    for layer in model.layers:
-        if isinstance(layer, SelfAttention2D):
-            return float(ops.convert_to_numpy(layer.gamma))
-    return None
-
-
-"""
-## The hinge loss and one training step per backend
-"""
-
-
-def discriminator_hinge(real_scores, fake_scores):
-    """`E[max(0, 1 - D(x))] + E[max(0, 1 + D(G(z)))]` (the paper's eq. 3)."""
-    from keras import ops
-
-    return (ops.mean(ops.relu(1.0 - real_scores))
-            + ops.mean(ops.relu(1.0 + fake_scores)))
-
-
-def generator_hinge(fake_scores):
-    """`-E[D(G(z))]`."""
-    from keras import ops
-
-    return -ops.mean(fake_scores)
-
-
-def trainer(make, judge, make_optimizer, judge_optimizer):
-    """`(step, sync)`: `step(real, noise, noise)` runs one D update then
-    one G update and returns `(D loss, G loss)`; `sync()` writes the
-    state back into the Keras variables (JAX keeps it outside them)."""
-    import keras
-
-    make_optimizer.build(make.trainable_variables)
-    judge_optimizer.build(judge.trainable_variables)
-    if keras.backend.backend() == "jax":
-        return _jax_trainer(make, judge, make_optimizer, judge_optimizer)
-    if keras.backend.backend() != "tensorflow":
-        raise SystemExit("sagan_mnist.py runs on TensorFlow or JAX")
-    import tensorflow as tf
-
-    @tf.function
-    def step(real, noise, more_noise):
-        count = tf.shape(real)[0]
-        with tf.GradientTape() as tape:
-            fake = make(noise, training=True)
-            scores = judge(tf.concat([real, fake], 0), training=True)
-            judge_loss = discriminator_hinge(scores[:count], scores[count:])
-        judge_optimizer.apply_gradients(zip(
-            tape.gradient(judge_loss, judge.trainable_variables),
-            judge.trainable_variables))
-        with tf.GradientTape() as tape:
-            make_loss = generator_hinge(judge(make(more_noise, training=True),
-                                              training=True))
-        make_optimizer.apply_gradients(zip(
-            tape.gradient(make_loss, make.trainable_variables),
-            make.trainable_variables))
-        return judge_loss, make_loss
-
-    return step, lambda: None
-
-
-def _jax_trainer(make, judge, make_optimizer, judge_optimizer):
-    """The same step, stateless and compiled. Spectral normalization
-    assigns its normalized kernel during the call; the scope keeps that
-    value, so the stored kernels are the normalized ones as under
-    TensorFlow (whose gradient treats the normalized kernel as the
-    variable, where JAX differentiates through σ, as Miyato et al.)."""
-    import jax
-    import keras
-
-    def run(model, trainable, fixed, inputs):
-        mapping = [*zip(model.trainable_variables, trainable),
-                   *zip(model.non_trainable_variables, fixed)]
-        with keras.StatelessScope(state_mapping=mapping) as scope:
-            outputs = model(inputs, training=True)
-        return outputs, (
-            [scope.get_current_value(v) for v in model.trainable_variables],
-            [scope.get_current_value(v)
-             for v in model.non_trainable_variables])
-
-    def judge_loss(trainable, fixed, real, fake):
-        scores, state = run(judge, trainable, fixed,
-                            jax.numpy.concatenate([real, fake]))
-        count = real.shape[0]
-        return discriminator_hinge(scores[:count], scores[count:]), state
-
-    def make_loss(trainable, fixed, judge_state, noise):
-        fake, state = run(make, trainable, fixed, noise)
-        scores, judge_state = run(judge, *judge_state, fake)
-        return generator_hinge(scores), (state, judge_state)
-
-    def step(state, real, noise, more_noise):
-        make_trainable, make_fixed, judge_trainable, judge_fixed, \
-            make_slots, judge_slots = state
-        fake, (make_trainable, make_fixed) = run(
-            make, make_trainable, make_fixed, noise)
-        (judge_value, (judge_trainable, judge_fixed)), grads = (
-            jax.value_and_grad(judge_loss, has_aux=True)(
-                judge_trainable, judge_fixed, real, fake))
-        judge_trainable, judge_slots = judge_optimizer.stateless_apply(
-            judge_slots, grads, judge_trainable)
-        (make_value, ((make_trainable, make_fixed),
-                      (judge_trainable, judge_fixed))), grads = (
-            jax.value_and_grad(make_loss, has_aux=True)(
-                make_trainable, make_fixed, (judge_trainable, judge_fixed),
-                more_noise))
-        make_trainable, make_slots = make_optimizer.stateless_apply(
-            make_slots, grads, make_trainable)
-        return (make_trainable, make_fixed, judge_trainable, judge_fixed,
-                make_slots, judge_slots), judge_value, make_value
-
-    owners = [make.trainable_variables, make.non_trainable_variables,
-              judge.trainable_variables, judge.non_trainable_variables,
-              make_optimizer.variables, judge_optimizer.variables]
-    # Copies: the step donates its state, and Keras's own predict donates
-    # the variables' buffers.
-    state = [[jax.numpy.copy(v.value) for v in group] for group in owners]
-    compiled = jax.jit(step, donate_argnums=0)
-
-    def run_step(real, noise, more_noise):
-        nonlocal state
-        state, judge_value, make_value = compiled(state, real, noise,
-                                                  more_noise)
-        return judge_value, make_value
-
-    def sync():
-        for group, values in zip(owners, state):
-            for variable, value in zip(group, values):
-                variable.assign(jax.numpy.copy(value))
-
-    return run_step, sync
-
-
-"""
 ## The judge: a Fréchet distance on a fixed classifier's features
+
+The networks, the loss and the step are `keras_attention.models.SAGAN`
+and `keras_attention.training.gan`, as in `examples/sagan_digits.py`.
 """
 
 
@@ -397,20 +197,14 @@ def feature_judge(args, data):
     `CLASSIFIER` on the training images when missing."""
     import keras
 
+    from keras_attention.training.frechet import feature_classifier
+
     path = classifier_path(args, data["train"])
     trained = not path.is_file()
     if trained:
         keras.utils.set_random_seed(CLASSIFIER["seed"])
-        layers = keras.layers
-        image = keras.Input((28, 28, 1))
-        x = image
-        for filters in CLASSIFIER["filters"]:
-            x = layers.Conv2D(filters, 3, activation="relu",
-                              padding="same")(x)
-            x = layers.MaxPooling2D()(x)
-        x = layers.Dense(CLASSIFIER["features"], activation="relu",
-                         name="features")(layers.Flatten()(x))
-        model = keras.Model(image, layers.Dense(10)(x))
+        model, _ = feature_classifier((28, 28, 1), 10, CLASSIFIER["filters"],
+                                      CLASSIFIER["features"])
         model.compile(optimizer=keras.optimizers.Adam(
             CLASSIFIER["learning_rate"]), metrics=["accuracy"],
             loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
@@ -431,27 +225,6 @@ def feature_judge(args, data):
         record)
 
 
-def frechet_distance(features, reference):
-    """`|μ1 - μ2|² + Tr(Σ1 + Σ2 - 2 (Σ1 Σ2)^½)` of two sets of feature
-    rows (Heusel et al., 2017)."""
-    import warnings
-
-    from scipy import linalg
-
-    mean_a, mean_b = features.mean(0), reference.mean(0)
-    cov_a = np.cov(features, rowvar=False)
-    cov_b = np.cov(reference, rowvar=False)
-    with warnings.catch_warnings():  # a dead feature makes Σ singular
-        warnings.simplefilter("ignore", linalg.LinAlgWarning)
-        root = linalg.sqrtm(cov_a @ cov_b)
-        if not np.isfinite(root).all():  # as Heusel et al.'s code does
-            offset = 1e-6 * np.eye(len(cov_a))
-            root = linalg.sqrtm((cov_a + offset) @ (cov_b + offset))
-    root = root.real if np.iscomplexobj(root) else root
-    return float(((mean_a - mean_b) ** 2).sum()
-                 + np.trace(cov_a + cov_b - 2.0 * root))
-
-
 def features_of(features, images):
     return features.predict(images, batch_size=500, verbose=0).astype(
         "float64")
@@ -460,6 +233,8 @@ def features_of(features, images):
 def references(args, data, features):
     """The floor (training images) and ceiling (per-pixel Gaussian noise)
     against the test images, with no GAN."""
+    from keras_attention.training.frechet import frechet_distance
+
     train, test = data["train"][0], features_of(features, data["test"][0])
     mean, std = train.mean(0), train.std(0)
     noise = np.random.default_rng(0).normal(
@@ -500,7 +275,7 @@ def looking(weights, images):
 def attention_summary(probes, args, data, seed):
     from keras import ops
 
-    make_probe, judge_probe = probes
+    make_probe, judge_probe = probes  # SAGAN.attention_probes()
     noise = np.random.default_rng(20_000 + seed).normal(
         size=(256, args.latent)).astype("float32")
     images, weights = make_probe(noise, training=False)
@@ -543,15 +318,19 @@ def train_run(variant, seed, args, data, features):
     import harness
     import keras
 
+    from keras_attention.models import SAGAN
+    from keras_attention.training.frechet import frechet_distance
+    from keras_attention.training.gan import hinge_gan_trainer
+    from keras_attention.training.gan import sagan_optimizers
+
     attention = VARIANTS[variant]
     keras.utils.set_random_seed(seed)
-    make, make_probe = generator(args, attention)
-    judge, judge_probe = discriminator(args, attention)
-    step, sync = trainer(
-        make, judge,
-        keras.optimizers.Adam(args.generator_rate, beta_1=0.0, beta_2=0.9),
-        keras.optimizers.Adam(args.discriminator_rate, beta_1=0.0,
-                              beta_2=0.9))
+    gan = SAGAN(image_size=28, latent_dim=args.latent, width=args.width,
+                attention=attention)
+    make, judge = gan.generator, gan.discriminator
+    step, sync = hinge_gan_trainer(
+        make, judge, *sagan_optimizers(args.generator_rate,
+                                       args.discriminator_rate))
     train = data["train"][0]
     reference = {name: features_of(features, data[name][0])
                  for name in ("validation", "test")}
@@ -587,7 +366,9 @@ def train_run(variant, seed, args, data, features):
         sync()
         losses.append([epoch, *np.round(totals.mean(0), 4).tolist()])
         if attention:
-            gammas.append([epoch, gamma(make), gamma(judge)])
+            found = gan.attention_gammas()
+            gammas.append([epoch, found["generator"],
+                           found["discriminator"]])
         if args.eval_every and epoch % args.eval_every == 0:
             curve.append([epoch, round(distance("validation")[0], 3)])
             if args.select == "best" and curve[-1][1] <= min(
@@ -641,7 +422,7 @@ def train_run(variant, seed, args, data, features):
     if attention:
         row["gamma_curve"] = gammas
         row["attention"], looked = attention_summary(
-            (make_probe, judge_probe), args, data, seed)
+            gan.attention_probes(), args, data, seed)
     if args.figures:
         pathlib.Path(args.figures).mkdir(parents=True, exist_ok=True)
         draw(pathlib.Path(args.figures) / f"{variant}_seed{seed}", samples,

@@ -13,10 +13,11 @@ two time-scale learning rates (the discriminator's 4× the generator's;
 Adam with β₁ = 0, β₂ = 0.9).
 
 This script trains that recipe at a small size on scikit-learn's 8×8
-digits (no download), upsampled to 16×16 and scaled to [-1, 1]: a
-generator 4×4 → 8×8 → 16×16, a discriminator 16×16 → 8×8 → 4×4 → 2×2,
-and, with attention, `SelfAttention2D(spectral_normalization=True)` on the
-8×8 feature maps of both. It judges samples with a Fréchet distance
+digits (no download), upsampled to 16×16 and scaled to [-1, 1], with the
+package's `SAGAN` (a generator 4×4 → 8×8 → 16×16, a discriminator
+16×16 → 8×8 → 4×4, and, with attention,
+`SelfAttention2D(spectral_normalization=True)` on the 8×8 feature maps
+of both). It judges samples with a Fréchet distance
 (Heusel et al., 2017) computed on the penultimate features of a small
 digit classifier trained here (on the training digits), between 1,000
 samples and the held-out digits; the distance between the training and
@@ -25,7 +26,7 @@ samples, and for the attention model the attention map of three query
 pixels of one sample.
 
 Run: `python examples/sagan_digits.py [--seeds 0,1,2] [--steps 3000]
-[--output-dir runs/sagan]` (TensorFlow backend).
+[--output-dir runs/sagan]` (TensorFlow or JAX: `KERAS_BACKEND=jax`).
 """
 
 import argparse
@@ -38,13 +39,15 @@ quiet_tensorflow()  # before TensorFlow loads: no start-up log lines
 
 import keras
 import numpy as np
-import tensorflow as tf
-from scipy import linalg
 
-from keras_attention.layers import SelfAttention2D
+from keras_attention.models import SAGAN
 from keras_attention.text.digit_scenes import load_digit_images
 from keras_attention.text.digit_scenes import resize
 from keras_attention.text.digit_scenes import split_indices
+from keras_attention.training.frechet import feature_classifier
+from keras_attention.training.frechet import frechet_distance
+from keras_attention.training.gan import hinge_gan_trainer
+from keras_attention.training.gan import sagan_optimizers
 
 SIZE = 16
 
@@ -64,138 +67,63 @@ def digits():
 
 
 """
-## The networks
+## The networks: `keras_attention.models.SAGAN`
 
-Every convolution and dense layer is wrapped in
-`keras.layers.SpectralNormalization` (one power iteration per training
-call). Keras's wrapper rescales the kernel in place, W ← W/σ(W), before
-each training call rather than differentiating through σ as Miyato et
-al. do; the constraint is the same.
-"""
+`SAGAN(image_size=16, width=16)` builds both networks, every
+convolution and dense layer wrapped in `keras.layers.SpectralNormalization`
+(one power iteration per training call): a generator 4×4×64 → 8×8×32 →
+16×16×16 → the image, a discriminator 16×16×16 → 8×8×32 → 4×4×64 → a
+score, and with `attention=True` the block on the 8×8 maps of both.
+Keras's wrapper rescales the kernel in place, W ← W/σ(W), before each
+training call rather than differentiating through σ as Miyato et al.
+do; the constraint is the same. The benchmark (`benchmarks/sagan_mnist.py`)
+trains the same class at 28×28.
 
+## Training: `keras_attention.training.gan`
 
-def spectral(layer):
-    return keras.layers.SpectralNormalization(layer)
-
-
-def generator(latent, attention):
-    z = keras.Input((latent,))
-    x = spectral(keras.layers.Dense(4 * 4 * 64))(z)
-    x = keras.layers.Reshape((4, 4, 64))(x)
-    x = keras.layers.ReLU()(keras.layers.BatchNormalization()(x))
-    x = keras.layers.UpSampling2D()(x)  # 8×8
-    x = spectral(keras.layers.Conv2D(32, 3, padding="same"))(x)
-    x = keras.layers.ReLU()(keras.layers.BatchNormalization()(x))
-    weights = None
-    if attention:
-        x, weights = SelfAttention2D(spectral_normalization=True,
-                                     name="attention")(
-            x, return_attention_scores=True)
-    x = keras.layers.UpSampling2D()(x)  # 16×16
-    x = spectral(keras.layers.Conv2D(16, 3, padding="same"))(x)
-    x = keras.layers.ReLU()(keras.layers.BatchNormalization()(x))
-    image = keras.layers.Conv2D(1, 3, padding="same", activation="tanh")(x)
-    model = keras.Model(z, image, name="generator")
-    looking = (keras.Model(z, [image, weights], name="generator_attention")
-               if attention else None)
-    return model, looking
-
-
-def discriminator(attention):
-    image = keras.Input((SIZE, SIZE, 1))
-    x = spectral(keras.layers.Conv2D(32, 3, strides=2, padding="same"))(image)
-    x = keras.layers.LeakyReLU(0.1)(x)  # 8×8
-    if attention:
-        x = SelfAttention2D(spectral_normalization=True)(x)
-    x = spectral(keras.layers.Conv2D(64, 3, strides=2, padding="same"))(x)
-    x = keras.layers.LeakyReLU(0.1)(x)  # 4×4
-    x = spectral(keras.layers.Conv2D(128, 3, strides=2, padding="same"))(x)
-    x = keras.layers.LeakyReLU(0.1)(x)  # 2×2
-    score = spectral(keras.layers.Dense(1))(keras.layers.Flatten()(x))
-    return keras.Model(image, score, name="discriminator")
-
-
-"""
-## Training: hinge loss, two time scales
+The hinge loss, one discriminator update per generator update, two time
+scales (Adam β₁ = 0, β₂ = 0.9): `hinge_gan_trainer` returns the step.
 """
 
 
 def train_gan(images, args, seed, attention):
     keras.utils.set_random_seed(seed)
-    make, looking = generator(args.latent, attention)
-    judge = discriminator(attention)
-    make_optimizer = keras.optimizers.Adam(args.generator_rate, beta_1=0.0,
-                                           beta_2=0.9)
-    judge_optimizer = keras.optimizers.Adam(args.discriminator_rate,
-                                            beta_1=0.0, beta_2=0.9)
-    data = tf.data.Dataset.from_tensor_slices(images).shuffle(
-        len(images), seed=seed).repeat().batch(args.batch_size,
-                                               drop_remainder=True)
-
-    @tf.function
-    def step(real):
-        noise = tf.random.normal((args.batch_size, args.latent))
-        with tf.GradientTape() as tape:
-            fake = make(noise, training=True)
-            loss = (tf.reduce_mean(tf.nn.relu(1.0 - judge(real,
-                                                          training=True)))
-                    + tf.reduce_mean(tf.nn.relu(1.0 + judge(fake,
-                                                            training=True))))
-        judge_optimizer.apply_gradients(zip(
-            tape.gradient(loss, judge.trainable_variables),
-            judge.trainable_variables))
-        noise = tf.random.normal((args.batch_size, args.latent))
-        with tf.GradientTape() as tape:
-            generated = -tf.reduce_mean(judge(make(noise, training=True),
-                                              training=True))
-        make_optimizer.apply_gradients(zip(
-            tape.gradient(generated, make.trainable_variables),
-            make.trainable_variables))
-        return loss, generated
-
-    for number, real in enumerate(data.take(args.steps)):
-        losses = step(real)
+    gan = SAGAN(image_size=SIZE, latent_dim=args.latent, width=16,
+                attention=attention)
+    step, sync = hinge_gan_trainer(
+        gan.generator, gan.discriminator,
+        *sagan_optimizers(args.generator_rate, args.discriminator_rate))
+    rng = np.random.default_rng(seed)
+    noise_shape = (args.batch_size, args.latent)
+    for number in range(args.steps):
+        real = images[rng.integers(0, len(images), args.batch_size)]
+        losses = step(real, rng.normal(size=noise_shape).astype("float32"),
+                      rng.normal(size=noise_shape).astype("float32"))
         if args.verbose and number % 500 == 0:
             print(f"    step {number}: D {float(losses[0]):.3f}, "
                   f"G {float(losses[1]):.3f}")
-    return make, looking
+    sync()
+    return gan
 
 
 """
 ## The judge of samples: a Fréchet distance on a classifier's features
+
+`keras_attention.training.frechet`: a small CNN trained here on the
+training digits, and the distance between the Gaussians of its
+penultimate features.
 """
 
 
-def feature_classifier(images, labels, seed, epochs):
-    """A small CNN trained on the training digits for `epochs`; returns
-    `(the classifier, the model of its penultimate features)`."""
+def train_feature_classifier(images, labels, seed, epochs):
+    """`(the classifier, the model of its penultimate features)`."""
     keras.utils.set_random_seed(seed)
-    image = keras.Input((SIZE, SIZE, 1))
-    x = keras.layers.Conv2D(32, 3, activation="relu", padding="same")(image)
-    x = keras.layers.MaxPooling2D()(x)
-    x = keras.layers.Conv2D(64, 3, activation="relu", padding="same")(x)
-    x = keras.layers.MaxPooling2D()(x)
-    x = keras.layers.Flatten()(x)
-    features = keras.layers.Dense(64, activation="relu", name="features")(x)
-    logits = keras.layers.Dense(10)(features)
-    model = keras.Model(image, logits)
+    model, features = feature_classifier((SIZE, SIZE, 1))
     model.compile(optimizer="adam", metrics=["accuracy"],
                   loss=keras.losses.SparseCategoricalCrossentropy(
                       from_logits=True))
     model.fit(images, labels, epochs=epochs, batch_size=64, verbose=0)
-    return model, keras.Model(image, features)
-
-
-def frechet_distance(features, reference):
-    """`‖μ₁ − μ₂‖² + Tr(Σ₁ + Σ₂ − 2 (Σ₁Σ₂)^½)` of two sets of feature
-    rows (Heusel et al., 2017)."""
-    mean_a, mean_b = features.mean(0), reference.mean(0)
-    cov_a = np.cov(features, rowvar=False)
-    cov_b = np.cov(reference, rowvar=False)
-    root = linalg.sqrtm(cov_a @ cov_b)
-    root = root.real if np.iscomplexobj(root) else root
-    return float(((mean_a - mean_b) ** 2).sum()
-                 + np.trace(cov_a + cov_b - 2.0 * root))
+    return model, features
 
 
 """
@@ -216,35 +144,22 @@ def save_grid(images, path, columns=10):
     return path
 
 
-def save_attention(looking, latent, path, seed, queries=((2, 2), (4, 5),
-                                                          (6, 3))):
-    """One sample and, for each query pixel of the 8×8 map (its 2×2
-    patch marked on the sample), its attention over the pooled 4×4 keys
-    drawn at full size."""
-    from matplotlib.figure import Figure
-    from matplotlib.patches import Rectangle
+def save_attention(gan, path, seed, queries=((2, 2), (4, 5), (6, 3))):
+    """One sample and, for each query pixel of the 8×8 map, its attention
+    over the pooled 4×4 keys, upsampled over the sample
+    (`keras_attention.visualize.plot_image_attention`)."""
+    from keras_attention.visualize import plot_image_attention
 
-    noise = np.random.default_rng(seed).normal(size=(1, latent))
-    image, weights = looking(noise.astype("float32"), training=False)
+    probe, _ = gan.attention_probes()
+    noise = np.random.default_rng(seed).normal(size=(1, gan.latent_dim))
+    image, weights = probe(noise.astype("float32"), training=False)
     image = keras.ops.convert_to_numpy(image)[0, ..., 0]
     weights = keras.ops.convert_to_numpy(weights)[0]  # (64, 16)
-    figure = Figure(figsize=(2.2 * (1 + len(queries)), 2.4))
-    axes = figure.add_subplot(1, 1 + len(queries), 1)
-    axes.imshow(image, cmap="gray_r", vmin=-1, vmax=1)
-    axes.set_title("sample")
-    for column, (row, col) in enumerate(queries, start=2):
-        axes.add_patch(Rectangle((2 * col - 0.5, 2 * row - 0.5), 2, 2,
-                                 fill=False, color="red"))
-        where = weights[row * 8 + col].reshape(4, 4)
-        panel = figure.add_subplot(1, 1 + len(queries), column)
-        panel.imshow(np.kron(where, np.ones((4, 4))), cmap="viridis")
-        panel.add_patch(Rectangle((2 * col - 0.5, 2 * row - 0.5), 2, 2,
-                                  fill=False, color="red"))
-        panel.set_title(f"query ({row}, {col})")
-        panel.axis("off")
-    axes.axis("off")
-    figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    plot_image_attention(
+        image, weights[[row * 8 + col for row, col in queries]],
+        [f"query ({2 * row}, {2 * col})" for row, col in queries], (4, 4),
+        title="where the generator's block looks (keys pooled to 4×4)",
+        path=path)
     return path
 
 
@@ -272,7 +187,7 @@ def main(argv=None):
     output = pathlib.Path(args.output_dir)
     output.mkdir(parents=True, exist_ok=True)
     train_images, train_labels, test_images, test_labels = digits()
-    classifier, features = feature_classifier(
+    classifier, features = train_feature_classifier(
         train_images, train_labels, 0, args.classifier_epochs)
     _, accuracy = classifier.evaluate(test_images, test_labels, verbose=0)
     reference = features.predict(test_images, verbose=0)
@@ -284,22 +199,20 @@ def main(argv=None):
     for seed in seeds:
         for attention in (False, True):
             started = time.perf_counter()
-            make, looking = train_gan(train_images, args, seed, attention)
+            gan = train_gan(train_images, args, seed, attention)
             noise = np.random.default_rng(1000 + seed).normal(
                 size=(args.samples, args.latent)).astype("float32")
-            samples = make.predict(noise, verbose=0)
+            samples = gan.predict(noise, verbose=0)
             distance = frechet_distance(
                 features.predict(samples, verbose=0), reference)
             scores[attention].append(distance)
             name = "attention" if attention else "plain"
             save_grid(samples[:50], output / f"{name}_seed{seed}.png")
             if attention:
-                save_attention(looking, args.latent,
-                               output / f"attention_map_seed{seed}.png", seed)
-                gamma = [float(keras.ops.convert_to_numpy(layer.gamma))
-                         for layer in make.layers
-                         if isinstance(layer, SelfAttention2D)]
-                extra = f", generator's gamma {gamma[0]:+.3f}"
+                save_attention(gan, output / f"attention_map_seed{seed}.png",
+                               seed)
+                gamma = gan.attention_gammas()["generator"]
+                extra = f", generator's gamma {gamma:+.3f}"
             else:
                 extra = ""
             print(f"seed {seed}, {name:<9}: Fréchet distance "

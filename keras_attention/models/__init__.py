@@ -23,7 +23,9 @@ memory-compressed: the Music Transformer's and Liu et al.'s T-DMCA).
 target as one sequence through that language model, decoded and served
 as the translators are. `UniversalTransformerReader` answers bAbI
 questions with a Universal Transformer encoder (one block over depth,
-with ACT).
+with ACT). `SAGAN` is Zhang et al.'s spectrally normalized GAN with
+`SelfAttention2D` in its generator and discriminator (trained by
+`keras_attention.training.gan`).
 """
 
 from keras_attention.models.bert_classifier import BertClassifier
@@ -36,6 +38,7 @@ from keras_attention.models.image_transformer import ImageTransformer
 from keras_attention.models.memory_network import MemoryNetwork
 from keras_attention.models.recurrent_attention import RecurrentAttentionModel
 from keras_attention.models.rnn_translator import RNNTranslator
+from keras_attention.models.sagan import SAGAN
 from keras_attention.models.transformer_language_model import TransformerLanguageModel
 from keras_attention.models.transformer_translator import PRESETS
 from keras_attention.models.transformer_translator import TransformerTranslator
@@ -60,6 +63,7 @@ __all__ = [
     "PRESETS",
     "RNNTranslator",
     "RecurrentAttentionModel",
+    "SAGAN",
     "TRANSLATORS",
     "TransformerLanguageModel",
     "TransformerTranslator",

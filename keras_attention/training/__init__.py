@@ -1,6 +1,7 @@
 """Training: the configuration, the one loop every sequence-to-sequence model
 trains with (`seq2seq`), strategy from the environment, schedule, losses,
-callbacks.
+callbacks; a GAN's hinge-loss step (`gan`) and the Fréchet distance
+(`frechet`).
 
 The names load on first use (PEP 562), so `keras_attention.training.config`
 (the options the command line is built from) imports without TensorFlow.
@@ -19,6 +20,10 @@ _EXPORTS = {
     "TransformerSchedule": "schedule",
     "describe": "strategy",
     "epoch_checkpoints": "averaging",
+    "feature_classifier": "frechet",
+    "frechet_distance": "frechet",
+    "hinge_gan_trainer": "gan",
+    "sagan_optimizers": "gan",
     "strategy_from_environment": "strategy",
     "tf_config_from_environment": "cluster",
 }
