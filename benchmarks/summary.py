@@ -489,7 +489,7 @@ def _sagan(record):
         lines += [f"Data: {data['source']}; {sizes}. The judge's classifier "
                   f"(`{judge['sha256']}`) scores "
                   f"{judge['test_accuracy']:.1%} on the test images.", ""]
-    lines += ["| variant | seed | Fréchet distance | epochs | s/epoch "
+    lines += ["| variant | seed | Fréchet distance | epoch tested / trained | s/epoch "
               "(CPU s) | examples/s | γ of G, D at the end | attended "
               "distance G, D (px) | attention on ink, G (ink share) |",
               "|---|---|---|---|---|---|---|---|---|"]
@@ -504,7 +504,8 @@ def _sagan(record):
             ink = f"{make['on_ink']:.2f} ({make['ink_share']:.2f})"
         lines.append(
             f"| {row['variant']} | {row['seed']} | "
-            f"{row['frechet_distance']:.2f} | {row['epochs']} | "
+            f"{row['frechet_distance']:.2f} | "
+            f"{row.get('selected_epoch', row['epochs'])} / {row['epochs']} | "
             f"{row['seconds_per_epoch']:.1f} "
             f"({row.get('cpu_seconds_per_epoch', float('nan')):.1f}) | "
             f"{row['examples_per_second']:,.0f} | "
@@ -512,23 +513,34 @@ def _sagan(record):
                else f"{gamma[1]:+.3f}, {gamma[2]:+.3f}")
             + f" | {where} | {ink} |")
     summary = record.get("summary", {})
-    lines += ["", "| | runs | mean Fréchet distance | spread (s.d.) |",
-              "|---|---|---|---|"]
+    lines += ["", "| | runs | median Fréchet distance | mean | spread "
+              "(s.d.) |", "|---|---|---|---|---|"]
     for variant, line in summary.items():
         if variant == "verdict":
             continue
+        median = line.get("median")
         lines.append(f"| {line['label']} | {line['seeds']} | "
-                     f"**{line['mean']:.2f}** | "
+                     + ("—" if median is None else f"**{median:.2f}**")
+                     + f" | {line['mean']:.2f} | "
                      + (f"±{line['std']:.2f} |" if line["seeds"] > 1
                         else "— |"))
     references = record.get("references", {})
     if references:
         lines += [f"| no GAN: training images (the floor) | — | "
-                  f"{references['floor_train_vs_test']:.2f} | — |",
+                  f"{references['floor_train_vs_test']:.2f} | — | — |",
                   f"| no GAN: per-pixel Gaussian noise (the ceiling) | — | "
-                  f"{references['ceiling_pixel_noise_vs_test']:.2f} | — |"]
+                  f"{references['ceiling_pixel_noise_vs_test']:.2f} | — | — |"]
     verdict = summary.get("verdict")
-    if verdict:
+    if verdict and "p_value" in verdict:
+        lines += ["", f"The block lowers the median distance by "
+                  f"**{verdict['median_gain']:+.2f}** (the mean by "
+                  f"{verdict['gain']:+.2f}, spread {verdict['spread']:.2f}); "
+                  f"Mann-Whitney U = {verdict['mann_whitney_u']:g}, one-sided"
+                  f" p = **{verdict['p_value']:.3f}**: "
+                  + (f"the paper's direction at p < {verdict['level']:g}."
+                     if verdict["block_helps"] else
+                     f"not shown at p < {verdict['level']:g}.")]
+    elif verdict:
         lines += ["", f"The block lowers the mean distance by "
                   f"**{verdict['gain']:+.2f}** against a spread of "
                   f"{verdict['spread']:.2f}: "

@@ -74,12 +74,18 @@ def test_tiny_run_logs_gamma_attention_and_references(digits, tmp_path,
     assert summary["plain"]["seeds"] == 1
     assert summary["attention"]["mean"] == pytest.approx(
         attention["frechet_distance"])
-    assert summary["verdict"]["block_helps"] is False  # one seed decides
+    verdict = summary["verdict"]
+    # One run each: a one-sided rank test cannot go below p = 1/2.
+    assert verdict["p_value"] == pytest.approx(
+        0.5 if attention["frechet_distance"] < plain["frechet_distance"]
+        else 1.0)
+    assert verdict["block_helps"] is False
+    assert summary["plain"]["median"] == plain["frechet_distance"]
     assert record["paper"]["rows"][0] == ["no attention", 22.96]
     reproductions = load_script("reproductions", monkeypatch)
     reproductions.validate(record["claims"], "sagan_mnist")
     assert record["claims"][0]["reproduced"] == (
-        "partly" if summary["verdict"]["gain"] > 0 else "no")
+        "partly" if summary["verdict"]["median_gain"] > 0 else "no")
     # The floor and ceiling are the committed functions' on the same
     # classifier, and were printed.
     judge = record["judge"]
@@ -109,7 +115,8 @@ def test_tiny_run_logs_gamma_attention_and_references(digits, tmp_path,
     assert len(appended["commands"]) == 2
     page = "\n".join(load_script("summary", monkeypatch).render(appended))
     assert "| attention | 1 |" in page and "(the floor)" in page
-    assert "The block lowers the mean distance by" in page
+    assert "The block lowers the median distance by" in page
+    assert "Mann-Whitney U = " in page and "| epoch tested / trained |" in page
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -118,6 +125,7 @@ def test_tiny_run_logs_gamma_attention_and_references(digits, tmp_path,
     (["--width", "6"], "--width must be a multiple of 4"),
     (["--epochs", "0"], "--epochs must be positive, received: 0"),
     (["--eval-every", "-1"], "--eval-every must be >= 0"),
+    (["--eval-every", "0"], "--select best needs --eval-every > 0"),
     (["--data", "/no/such/mnist.npz"], "No MNIST file at"),
     (["--data", "{data}", "--samples", "5000"],
      "--samples must be at most the 150 training images"),
