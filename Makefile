@@ -37,9 +37,13 @@ test: $(STAMP)
 	$(MAKE) test-torch
 
 # The layer, op and property tests again on the JAX backend: layers/ and
-# ops/ are written with keras.ops and must not depend on TensorFlow.
+# ops/ are written with keras.ops and must not depend on TensorFlow. Every
+# test runs; a parametrized one keeps 3 of its cases (the first, the last,
+# one between: tests/conftest.py), its whole grid having run on TensorFlow.
+# MAX_PARAMS= (empty) runs every case.
+MAX_PARAMS ?= 3
 test-jax: $(STAMP)
-	KERAS_BACKEND=jax $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
+	KERAS_BACKEND=jax KERAS_ATTENTION_MAX_PARAMS=$(MAX_PARAMS) $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
 
 # And on the PyTorch backend. PyPI's torch wheel brings CUDA libraries
 # (about 5 GB installed, 40 s from a local mirror), so it is an extra of
@@ -49,7 +53,7 @@ $(TORCH_STAMP): $(STAMP)
 	touch $(TORCH_STAMP)
 
 test-torch: $(TORCH_STAMP)
-	KERAS_BACKEND=torch $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
+	KERAS_BACKEND=torch KERAS_ATTENTION_MAX_PARAMS=$(MAX_PARAMS) $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
 
 # The serving tests alone; with TF_SERVING_URL and TF_SERVING_MODEL_DIR set
 # they check a real TF Serving instead of ours (see serving/README.md).

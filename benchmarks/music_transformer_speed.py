@@ -67,6 +67,11 @@ def main(argv=None):
     p.add_argument("--batch", type=int, default=16)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--candidates", default=None,
+                   help="comma-separated BACKEND:POLICY:THREADS (THREADS 0 "
+                        "for all the cores) to time, tensorflow:float32:0 "
+                        "among them (the ratios' reference); default: "
+                        + ",".join(":".join(map(str, c)) for c in CANDIDATES))
     p.add_argument("--worker", nargs=3, metavar=("BACKEND", "POLICY",
                                                   "THREADS"),
                    help=argparse.SUPPRESS)
@@ -80,9 +85,23 @@ def main(argv=None):
                     f"{getattr(args, flag)!r}")
     if args.worker:
         return worker(*args.worker[:2], args)
-    timings = {candidate: [] for candidate in CANDIDATES}
+    candidates = CANDIDATES
+    if args.candidates is not None:
+        candidates = []
+        for text in args.candidates.split(","):
+            parts = text.split(":")
+            if (len(parts) != 3 or parts[0] not in ("tensorflow", "jax")
+                    or not parts[2].isdigit()):
+                p.error("--candidates must be BACKEND:POLICY:THREADS with "
+                        "BACKEND tensorflow or jax and THREADS an int >= 0, "
+                        f"received: {text!r}")
+            candidates.append((parts[0], parts[1], int(parts[2])))
+        if ("tensorflow", "float32", 0) not in candidates:
+            p.error("--candidates must include tensorflow:float32:0 (the "
+                    f"ratios' reference), received: {args.candidates!r}")
+    timings = {candidate: [] for candidate in candidates}
     for _ in range(args.repeats):
-        for backend, policy, threads in CANDIDATES:
+        for backend, policy, threads in candidates:
             environment = dict(os.environ)
             pin = None
             if threads:

@@ -23,3 +23,41 @@ def _reset_keras_state():
     yield
     keras.config.set_dtype_policy("float32")
     keras.backend.clear_session()
+
+
+def _spread(count, keep):
+    """`keep` indices of `range(count)`, evenly spread, the first and the
+    last among them: `_spread(7, 3) == [0, 3, 6]`."""
+    if count <= keep:
+        return list(range(count))
+    if keep == 1:
+        return [0]
+    return sorted({round(i * (count - 1) / (keep - 1)) for i in range(keep)})
+
+
+def pytest_collection_modifyitems(config, items):
+    """With `KERAS_ATTENTION_MAX_PARAMS=N` (`make test-jax` and
+    `make test-torch` set 3), each parametrized test keeps N of its cases,
+    the first, the last and evenly between: every test runs on the other
+    backends, and its whole grid on TensorFlow (`make test`'s first run),
+    where the grid's numbers are checked. Unset, every case runs."""
+    limit = os.environ.get("KERAS_ATTENTION_MAX_PARAMS")
+    if not limit:
+        return
+    if not limit.isdigit() or int(limit) < 1:
+        raise pytest.UsageError("KERAS_ATTENTION_MAX_PARAMS must be a "
+                                f"positive int, received: {limit!r}")
+    groups = {}
+    for item in items:
+        key = (item.nodeid.split("::")[0], getattr(item, "originalname",
+                                                    item.name))
+        groups.setdefault(key, []).append(item)
+    kept, dropped = [], []
+    for group in groups.values():
+        chosen = set(_spread(len(group), int(limit)))
+        for index, item in enumerate(group):
+            (kept if index in chosen else dropped).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        gone = {id(item) for item in dropped}
+        items[:] = [item for item in items if id(item) not in gone]

@@ -129,10 +129,14 @@ def test_learning_rate_warms_up_then_follows_the_cosine():
     assert jsb.learning_rate(args, 900, 1.0) == pytest.approx(0.0)
 
 
-def test_speed_benchmark_times_every_backend_and_precision(tmp_path):
+def test_speed_benchmark_times_each_backend_and_precision_given(tmp_path):
+    # Three of the five default candidates (each a process of its own):
+    # both backends, both precisions, one core and all.
     stdout, record = run_benchmark(
         "music_transformer_speed.py", tmp_path, "--steps", "1", "--repeats",
-        "1", "--window", "32", "--batch", "2", timeout=600)
+        "1", "--window", "32", "--batch", "2", "--candidates",
+        "tensorflow:float32:0,jax:mixed_bfloat16:0,tensorflow:float32:1",
+        timeout=600)
     seen = {(row["backend"], row["precision"], row["threads"])
             for row in record["rows"]}
     assert ("tensorflow", "float32", 1) in seen
@@ -145,6 +149,21 @@ def test_speed_benchmark_times_every_backend_and_precision(tmp_path):
         assert reference[0]["ratio_to_tensorflow_float32"] == 1.0
     assert all(row["tokens_per_second"] > 0 for row in record["rows"])
     assert "vs TF float32" in stdout
+    assert len(record["rows"]) == 3
+
+
+@pytest.mark.parametrize("candidates, message", [
+    ("jax:float32:0", "must include tensorflow:float32:0"),
+    ("tensorflow:float32", "must be BACKEND:POLICY:THREADS"),
+    ("torch:float32:0", "must be BACKEND:POLICY:THREADS"),
+])
+def test_speed_candidates_mistakes_are_one_line(candidates, message):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "music_transformer_speed.py"),
+         "--candidates", candidates], capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert message in result.stderr
 
 
 def test_append_adds_rows_and_keeps_every_command(tmp_path):
