@@ -38,10 +38,10 @@ test: $(STAMP)
 
 # The layer, op and property tests again on the JAX backend: layers/ and
 # ops/ are written with keras.ops and must not depend on TensorFlow. Every
-# test runs; a parametrized one keeps 3 of its cases (the first, the last,
-# one between: tests/conftest.py), its whole grid having run on TensorFlow.
+# test runs; a parametrized one keeps 2 of its cases (the first and the
+# last: tests/conftest.py), its whole grid having run on TensorFlow.
 # MAX_PARAMS= (empty) runs every case.
-MAX_PARAMS ?= 3
+MAX_PARAMS ?= 2
 test-jax: $(STAMP)
 	KERAS_BACKEND=jax KERAS_ATTENTION_MAX_PARAMS=$(MAX_PARAMS) $(PY) -m pytest tests/layers tests/ops tests/test_properties.py
 

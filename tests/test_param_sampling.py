@@ -1,4 +1,4 @@
-"""`make test-jax` and `make test-torch` keep 3 cases of each
+"""`make test-jax` and `make test-torch` keep 2 cases of each
 parametrized test (tests/conftest.py): which ones, and that the rest of
 the collection is untouched."""
 
