@@ -102,6 +102,10 @@ def parser():
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--location-std", type=float, default=0.1,
                    help="σ of the location policy, in half-widths")
+    p.add_argument("--sampled-paths", type=int, default=10,
+                   help="glimpse paths drawn from the policy to score the "
+                        "RAM's test error a second way, the mean of their "
+                        "softmax (0: the mean path only)")
     p.add_argument("--glimpse-size", type=int, default=12)
     p.add_argument("--scales", type=int, default=3)
     p.add_argument("--canvas-size", type=int, default=60)
@@ -136,6 +140,9 @@ def finish_arguments(p, args):
                     f"received: {getattr(args, flag)!r}")
     if args.clutter < 0:
         p.error(f"--clutter must be >= 0, received: {args.clutter}")
+    if args.sampled_paths < 0:
+        p.error(f"--sampled-paths must be >= 0, received: "
+                f"{args.sampled_paths}")
     if args.canvas_size < 28:
         p.error(f"--canvas-size must be at least 28, received: "
                 f"{args.canvas_size}")
@@ -373,6 +380,17 @@ def train_run(variant, seed, args, data):
         "backend": keras.backend.backend(),
         "cpu": harness.machine()["cpu"],
     }
+    if ram and args.sampled_paths:
+        # Scored as the public reproductions score: the mean of the
+        # softmax over sampled glimpse paths, beside the mean path above.
+        from keras_attention.training.glimpse_paths import sampled_path_probabilities
+
+        probabilities = sampled_path_probabilities(
+            model, data["test"].images, paths=args.sampled_paths,
+            seed=10_000 + seed)
+        row["test_error_sampled"] = float(np.mean(
+            np.argmax(probabilities, -1) != data["test"].labels))
+        row["sampled_paths"] = args.sampled_paths
     if diagnosis:
         row["gradient_norms"] = diagnosis
     return row, model
@@ -394,6 +412,13 @@ def summary(rows):
             "paper_test_error": (PAPER[variant] / 100 if variant in PAPER
                                  else None),
         }
+        sampled = [row["test_error_sampled"] for row in rows
+                   if row["variant"] == variant and "test_error_sampled" in row]
+        if sampled:  # the RAM scored by its sampled paths too
+            out[variant].update(
+                test_error_sampled_mean=statistics.fmean(sampled),
+                test_error_sampled_std=(statistics.stdev(sampled)
+                                        if len(sampled) > 1 else 0.0))
     return out
 
 

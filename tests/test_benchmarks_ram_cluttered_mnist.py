@@ -46,6 +46,14 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
         assert row["best_epoch"] == 1 + row["validation_curve"].index(
             row["validation_error"])
         assert row["examples_per_second"] > 0 and row["parameters"] > 0
+    for row in rows[:2]:  # the RAMs also scored by 10 sampled paths
+        assert row["sampled_paths"] == 10
+        assert (row["test_error_sampled"] * 30).is_integer()
+    assert "test_error_sampled" not in rows[2]
+    assert record["summary"]["ram4"]["test_error_sampled_mean"] == \
+        pytest.approx(np.mean([row["test_error_sampled"] for row in rows[:2]]))
+    assert "test_error_sampled_mean" not in record["summary"][
+        "oracle_glimpse"]
     ram = [row["test_error"] for row in rows[:2]]
     assert record["summary"]["ram4"]["test_error_mean"] == pytest.approx(
         np.mean(ram))
@@ -100,6 +108,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     (["--seeds", "x"], "--seeds must be comma-separated ints"),
     (["--epochs", "0"], "--epochs must be positive"),
     (["--canvas-size", "20"], "--canvas-size must be at least 28"),
+    (["--sampled-paths", "-1"], "--sampled-paths must be >= 0"),
     (["--data", "/nowhere/mnist.npz"], "No MNIST file at /nowhere"),
 ])
 def test_mistakes_are_one_line(arguments, message):

@@ -24,6 +24,7 @@ _EXPORTS = {
     "frechet_distance": "frechet",
     "hinge_gan_trainer": "gan",
     "sagan_optimizers": "gan",
+    "sampled_path_probabilities": "glimpse_paths",
     "strategy_from_environment": "strategy",
     "tf_config_from_environment": "cluster",
 }
