@@ -441,22 +441,20 @@ def summary(rows):
     Mann-Whitney U test that the runs with the block reach lower
     distances than the runs without (a rank test, so one collapsed run
     cannot decide it as it decides a mean)."""
-    out = {}
-    for variant in dict.fromkeys(row["variant"] for row in rows):
-        values = [row["frechet_distance"] for row in rows
-                  if row["variant"] == variant]
-        out[variant] = {
+    distances = {}
+    for row in rows:
+        distances.setdefault(row["variant"], []).append(
+            row["frechet_distance"])
+    out = {
+        variant: {
             "label": LABELS[variant], "seeds": len(values),
             "mean": statistics.fmean(values),
             "std": statistics.stdev(values) if len(values) > 1 else 0.0,
             "median": statistics.median(values),
-        }
+        } for variant, values in distances.items()}
     if {"plain", "attention"} <= set(out):
-        out["verdict"] = block_verdict(
-            [row["frechet_distance"] for row in rows
-             if row["variant"] == "plain"],
-            [row["frechet_distance"] for row in rows
-             if row["variant"] == "attention"])
+        out["verdict"] = block_verdict(distances["plain"],
+                                       distances["attention"])
     return out
 
 
