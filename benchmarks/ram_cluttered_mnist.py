@@ -98,6 +98,11 @@ def parser():
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
     p.add_argument("--epochs", type=int, default=100)
+    p.add_argument("--minutes", type=float, default=None,
+                   help="stop each run after this many minutes of "
+                        "training, at an epoch's end; after its second "
+                        "epoch the cosine schedule is fitted to the epochs "
+                        "the minutes allow (at most --epochs)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--location-std", type=float, default=0.1,
@@ -138,6 +143,8 @@ def finish_arguments(p, args):
         if getattr(args, flag) <= 0:
             p.error(f"--{flag.replace('_', '-')} must be positive, "
                     f"received: {getattr(args, flag)!r}")
+    if args.minutes is not None and args.minutes <= 0:
+        p.error(f"--minutes must be positive, received: {args.minutes}")
     if args.clutter < 0:
         p.error(f"--clutter must be >= 0, received: {args.clutter}")
     if args.sampled_paths < 0:
@@ -193,15 +200,14 @@ def majority_error(train_labels, test_labels):
 """
 
 
-def build(variant, args, seed, steps):
+def build(variant, args, seed, schedule):
+    """The model of `variant`, compiled with Adam on `schedule`."""
     import keras
 
     from keras_attention.models import RecurrentAttentionModel
 
     spec = VARIANTS[variant]
     keras.utils.set_random_seed(seed)
-    schedule = keras.optimizers.schedules.CosineDecay(args.learning_rate,
-                                                      steps)
     optimizer = keras.optimizers.Adam(schedule, clipnorm=5.0)
     if spec["kind"] == "ram":
         model = RecurrentAttentionModel(
@@ -321,7 +327,9 @@ def train_run(variant, seed, args, data):
 
     train_digits = data["digits"]["train"]
     steps_per_epoch = len(train_digits) // args.batch_size
-    model = build(variant, args, seed, steps_per_epoch * args.epochs)
+    schedule = keras.optimizers.schedules.CosineDecay(
+        args.learning_rate, steps_per_epoch * args.epochs)
+    model = build(variant, args, seed, schedule)
     ram = VARIANTS[variant]["kind"] == "ram"
     diagnosis = {}
     if args.diagnose and ram:
@@ -343,6 +351,10 @@ def train_run(variant, seed, args, data):
                   batch_size=args.batch_size, epochs=1, shuffle=True,
                   verbose=0)
         seconds += time.perf_counter() - started
+        if args.minutes and epoch == 1:
+            fit_schedule(model, schedule, seconds_per_epoch=time.perf_counter()
+                         - started, budget=60 * args.minutes - seconds,
+                         done=2, args=args, steps_per_epoch=steps_per_epoch)
         error = error_of(model, validation, data["validation"].labels)
         history.append(round(error, 4))
         if error < best["validation_error"]:
@@ -351,6 +363,8 @@ def train_run(variant, seed, args, data):
         if args.verbose:
             print(f"{variant} seed {seed} epoch {epoch + 1}: validation "
                   f"error {error:.2%} ({seconds:.0f} s)", flush=True)
+        if args.minutes and seconds >= 60 * args.minutes:
+            break
     if args.diagnose and ram:
         probe = data["validation"]
         diagnosis["end"] = gradient_norms(model, probe.images[:256],
@@ -370,10 +384,10 @@ def train_run(variant, seed, args, data):
                                data["test"].labels),
         "validation_error": best["validation_error"],
         "best_epoch": best["epoch"],
-        "epochs": args.epochs,
+        "epochs": len(history),
         "train_seconds": round(seconds, 1),
         "examples_per_second": round(
-            steps_per_epoch * args.batch_size * args.epochs / seconds, 1),
+            steps_per_epoch * args.batch_size * len(history) / seconds, 1),
         "parameters": int(sum(np.prod(w.shape)
                               for w in model.trainable_weights)),
         "validation_curve": history,
@@ -394,6 +408,21 @@ def train_run(variant, seed, args, data):
     if diagnosis:
         row["gradient_norms"] = diagnosis
     return row, model
+
+
+def fit_schedule(model, schedule, seconds_per_epoch, budget, done, args,
+                 steps_per_epoch):
+    """With `--minutes`: end the cosine schedule at the last epoch the
+    `budget` seconds left allow at `seconds_per_epoch` (at most
+    `--epochs` in all), so the learning rate reaches its floor when the
+    time runs out; the training step is traced again with it."""
+    epochs = min(args.epochs, done + max(int(budget // max(
+        seconds_per_epoch, 1e-9)), 1))
+    schedule.decay_steps = epochs * steps_per_epoch
+    model.train_function = None  # compiled again with the new schedule
+    print(f"--minutes: the schedule ends at epoch {epochs} "
+          f"({seconds_per_epoch:.1f} s per epoch)", flush=True)
+    return epochs
 
 
 def summary(rows):
