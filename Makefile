@@ -16,7 +16,7 @@ ifeq ($(TF_LOG_LEVEL_FROM_USER),)
 demo bench bench-attention bench-serving bench-translator: export TF_CPP_MIN_LOG_LEVEL := 3
 endif
 
-.PHONY: fashion-mnist install demo test test-jax test-torch test-serving docs docs-serve lint bench bench-translator bench-serving bench-attention clean
+.PHONY: fashion-mnist install demo test test-jax test-torch test-serving docs docs-serve lint bench bench-translator bench-serving bench-attention bench-gpu bench-gpu-prepare clean
 
 install: $(STAMP)
 
@@ -104,6 +104,18 @@ export MULTI30K_DIR ?= $(abspath ../shared/data/multi30k)
 bench-translator: $(STAMP)
 	$(PY) benchmarks/translator_multi30k.py --model $(MODEL) --minutes $(MINUTES) \
 		--output-dir runs/multi30k-$(MODEL)
+
+# The prepared GPU run (benchmarks/gpu/run.py; docs/reproductions.md): on
+# a machine with one GPU, JAX and Keras, and no TensorFlow needed, at most
+# GPU_MINUTES (default 7) of wall time; results into OUT (else runs/gpu).
+# bench-gpu-prepare (here, with a network) fetches the wheels and copies
+# the data that travel to a lent GPU machine with no network.
+GPU_MINUTES ?= 7
+bench-gpu:
+	MINUTES=$(GPU_MINUTES) bash benchmarks/gpu/run.sh run
+
+bench-gpu-prepare:
+	bash benchmarks/gpu/run.sh prepare
 
 clean:
 	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .ruff_cache .hypothesis

@@ -266,6 +266,22 @@ def test_music_results_render_through_the_deriver(tmp_path):
             "| ✗ no |") in text
 
 
+def test_a_gpu_music_run_renders_beside_the_cpu_one_naming_its_device(
+        tmp_path):
+    # benchmarks/gpu/run.py writes music_transformer_jsb_gpu.json.
+    (tmp_path / "music_transformer_jsb.json").write_text(
+        json.dumps(_music([("relative_sinusoid_voices", 178, 0.40321)])))
+    gpu = _music([("relative_sinusoid_voices", 4000, 0.36112)])
+    gpu.update(benchmark="music_transformer_jsb_gpu", machine=dict(
+        MACHINE, device="NVIDIA H200", backend="jax", cores=16))
+    (tmp_path / "music_transformer_jsb_gpu.json").write_text(json.dumps(gpu))
+    text = reproductions.render(tmp_path)
+    assert "| 0.347 nats<br>*Huang et al. 2019, Table 2* | 0.403 nats" in text
+    assert "| 0.347 nats<br>*Huang et al. 2019, Table 2* | 0.361 nats" in text
+    assert "`results/music_transformer_jsb_gpu.json`, run 2026-11-27 on " \
+        "NVIDIA H200 (jax)" in text
+
+
 @pytest.mark.parametrize("change, key", [
     ({"ours": None}, "ours"),
     ({"seeds": None}, "seeds"),

@@ -27,7 +27,8 @@ of the runs left (babi 0.3, music 0.45, ram 0.25), less its start-up
 (import, compilation and final scoring), so time a run does not use passes
 to the next, and a run that fails early leaves its minutes to the others.
 Each run stops itself at its share (`--minutes` of each benchmark) and is
-killed 60 s after it, so a partial result still lands. Every results file
+killed 60 s after it, so a partial result still lands (the bAbI file
+is rewritten every epoch); a run left less than 30 s is skipped. Every results file
 is written to `--out` and gains a `gpu_run` record: the share, the wall
 seconds, the return code, and the TensorFlow modules loaded (none).
 
@@ -46,6 +47,7 @@ import pathlib
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -58,6 +60,7 @@ WEIGHTS = {"babi": 0.3, "music": 0.45, "ram": 0.25}
 # Seconds of each run spent outside its training clock on an H100/H200:
 # JAX start, data, XLA compilation, the final scoring and saving.
 STARTUP = {"babi": 60.0, "music": 90.0, "ram": 50.0}
+MIN_SHARE = 30.0  # seconds; a run given less is skipped
 MUSIC_VARIANT = "relative_sinusoid_voices"
 
 
@@ -177,18 +180,27 @@ def run(name, command, seconds, out, scratch, log):
     with subprocess.Popen([sys.executable, str(RUNNER), *command], cwd=ROOT,
                           env=env, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True) as process:
-        deadline = started + seconds
-        for line in process.stdout:
-            log.write(line)
-            log.flush()
-            print(f"[{name}] {line}", end="", flush=True)
-            if time.perf_counter() > deadline:
-                process.kill()
-                print(f"[{name}] killed at {seconds:.0f} s", flush=True)
-                break
-        returncode = process.wait()
+        killed = []
+
+        def kill():
+            killed.append(True)
+            process.kill()
+
+        watchdog = threading.Timer(seconds, kill)
+        watchdog.start()
+        try:
+            for line in process.stdout:
+                log.write(line)
+                log.flush()
+                print(f"[{name}] {line}", end="", flush=True)
+            returncode = process.wait()
+        finally:
+            watchdog.cancel()
+    if killed:
+        print(f"[{name}] killed at its limit, {seconds:.0f} s", flush=True)
     record = {"wall_seconds": round(time.perf_counter() - started, 1),
               "limit_seconds": round(seconds, 1), "returncode": returncode,
+              "killed": bool(killed),
               "command": " ".join(command)}
     if report.is_file():
         record.update(json.loads(report.read_text()))
@@ -232,7 +244,13 @@ def main(argv=None):
         for index, name in enumerate(args.run_list):
             left = budget - (time.perf_counter() - started)
             weights = sum(WEIGHTS[n] for n in args.run_list[index:])
-            share = left * WEIGHTS[name] / weights
+            share = max(left, 0.0) * WEIGHTS[name] / weights
+            if share < MIN_SHARE and not args.smoke:
+                print(f"run {name}: skipped, {share:.0f} s left for it",
+                      flush=True)
+                records[name] = {"returncode": None, "results": None,
+                                 "skipped": True}
+                continue
             minutes = max(share - STARTUP[name], 15.0) / 60.0
             command = arguments(name, args, minutes, out)
             limit = (share + 60.0) if not args.smoke else 600.0
@@ -250,6 +268,9 @@ def main(argv=None):
     print(f"all runs: {time.perf_counter() - started:.0f} s", flush=True)
     failed = [name for name, record in records.items()
               if record["returncode"] != 0 or not record["results"]]
+    if failed:
+        print(f"no results file, or an error: {', '.join(failed)}",
+              flush=True)
     return 1 if failed else 0
 
 
