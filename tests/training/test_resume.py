@@ -23,8 +23,12 @@ from keras_attention.translator import Translator
 
 EPOCHS = 3
 TIMEOUT = 240  # seconds, for each run
+# 320 sentences (13 steps an epoch): the loss falls 6.13 -> 5.65 from
+# epoch 1 to 2 (measured, Intel Xeon, 2 cores), past the 0.3 margin
+# test_second_run_resumes_the_trained_weights asks.
+TRAIN_SIZE = 320
 TRAIN = [
-    "train", "--corpus", "synthetic", "--train-size", "600",
+    "train", "--corpus", "synthetic", "--train-size", str(TRAIN_SIZE),
     "--epochs", str(EPOCHS), "--batch-size", "32", "--vocabulary-size", "300",
     "--checkpoint-every", "5", "--bleu-sentences", "0", "--verbose", "2",
 ]
@@ -159,7 +163,7 @@ def test_resumed_run_writes_the_translator(resumed):
                            for n in range(1, EPOCHS + 1)]
     assert not (output_dir / "backup").exists()  # deleted when done
     config = json.loads((output_dir / "training_config.json").read_text())
-    assert config["epochs"] == EPOCHS and config["train_size"] == 600
+    assert config["epochs"] == EPOCHS and config["train_size"] == TRAIN_SIZE
 
     translator = Translator.load(output_dir)
     assert translator.model.count_params() > 0
