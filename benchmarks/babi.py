@@ -863,6 +863,11 @@ def parser():
                    help="train nothing: recompute the results file's "
                         "summary and claims from its rows with this "
                         "script's rules")
+    p.add_argument("--merge", nargs="+", metavar="FILE", default=None,
+                   help="train nothing: add the rows and commands of these "
+                        "results files (runs of other seeds in pieces, "
+                        "with the same settings) to the results file, then "
+                        "recompute its summary and claims")
     p.add_argument("--checkpoint-dir", default=None,
                    help="where each run's checkpoint is kept, saved and "
                         "the results file rewritten after every epoch "
@@ -930,7 +935,7 @@ def finish_arguments(p, args):
 
 SETTINGS_NOT_COMPARED = ("results_dir", "results_name", "verbose", "minutes",
                          "resume", "seeds", "plot", "plot_task",
-                         "checkpoint_dir", "rewrite")
+                         "checkpoint_dir", "rewrite", "merge")
 
 
 def write(args, name, rows, command, complete, in_progress=None,
@@ -999,9 +1004,55 @@ def rewrite(args, p):
     return record["rows"]
 
 
+def merge(args, p):
+    """`--merge`: the results file gains the rows and commands of each
+    file given, whose settings must equal its own (but for the seed, the
+    minutes and where files go) and whose runs must be new (model, size,
+    setting, task and seed); then its summary and claims are recomputed
+    (`rewrite`)."""
+    path = results_path(args, args.results_name or f"babi_{args.model}")
+    if not path.is_file():
+        p.error(f"--merge needs a results file to merge into, none at {path}")
+    record = json.loads(path.read_text())
+
+    def key(row):
+        return tuple(row.get(k) for k in ("model", "size", "setting", "task",
+                                          "seed"))
+
+    seen = {key(row) for row in record["rows"]}
+    commands = record.get("commands", [record["command"]])
+    for name in args.merge:
+        try:
+            other = json.loads(pathlib.Path(name).read_text())
+        except (OSError, ValueError) as error:
+            p.error(f"--merge: cannot read {name}: {error}")
+        mine, theirs = record.get("settings", {}), other.get("settings", {})
+        differ = [k for k in mine if k not in SETTINGS_NOT_COMPARED
+                  and k != "seed" and k in theirs and mine[k] != theirs[k]]
+        if differ:
+            p.error(f"--merge: {name} differs from {path} in: " + ", ".join(
+                f"--{k.replace('_', '-')} {theirs[k]!r} there, {mine[k]!r} "
+                "here" for k in differ))
+        if not other.get("rows"):
+            p.error(f"--merge: {name} has no finished run (rows)")
+        for row in other["rows"]:
+            if key(row) in seen:
+                p.error(f"--merge: {name} repeats the run {key(row)}")
+            seen.add(key(row))
+            record["rows"].append(row)
+        commands += other.get("commands", [other["command"]])
+    record["commands"] = commands
+    record["rows"].sort(key=lambda row: tuple(
+        "" if value is None else value for value in key(row)))
+    path.write_text(harness.dumps(record))
+    return rewrite(args, p)
+
+
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
+    if args.merge:
+        return merge(args, p)
     if args.rewrite:
         return rewrite(args, p)
     if args.backend == "auto":  # $KERAS_BACKEND, else the faster here

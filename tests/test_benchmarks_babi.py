@@ -328,3 +328,45 @@ def test_the_readmes_babi_figures_are_the_results_files():
         f"{row[f'ponder_{role}']:.2f} ({label})" for role, label in (
             ("question", "question"), ("supporting", "supporting facts"))
     ) in page.replace("\n", " ")
+
+
+def test_merge_adds_the_rows_of_other_seeds_and_rewrites(tmp_path):
+    """Seeds run in pieces, each to its own file, merge into one: the rows
+    and commands of both, the claims over both seeds; a file of other
+    settings, or one that repeats a run, is a one-line error."""
+    import json
+
+    root = _release(tmp_path / "babi")
+    common = ["--model", "memory_network", "--data", str(root), "--tasks",
+              "1", "--epochs", "2", "--linear-epochs", "1", "--backend",
+              "jax"]
+    run_benchmark("babi.py", tmp_path / "a", *common, timeout=600)
+    _, other = run_benchmark("babi.py", tmp_path / "b", *common, "--seed",
+                             "1", timeout=600)
+    into = tmp_path / "a" / "babi_memory_network.json"
+    seed1 = tmp_path / "b" / "babi_memory_network.json"
+
+    def merge(*files):
+        return subprocess.run(
+            [sys.executable, str(BENCHMARKS / "babi.py"), "--model",
+             "memory_network", "--results-dir", str(tmp_path / "a"),
+             "--merge", *map(str, files)],
+            capture_output=True, text=True, timeout=300)
+
+    result = merge(seed1)
+    assert result.returncode == 0, result.stderr[-2000:]
+    merged = json.loads(into.read_text())
+    assert [row["seed"] for row in merged["rows"]] == [0, 1]
+    assert merged["rows"][1] == other["rows"][0]
+    assert len(merged["commands"]) == 2
+    assert merged["summary"][0]["seeds"] == 2
+    assert all(claim["seeds"] == 2 for claim in merged["claims"])
+
+    again = merge(seed1)
+    assert again.returncode == 2 and "Traceback" not in again.stderr
+    assert "repeats the run" in again.stderr
+    changed = dict(other, settings=dict(other["settings"], hops=2))
+    (tmp_path / "c.json").write_text(json.dumps(changed))
+    differ = merge(tmp_path / "c.json")
+    assert differ.returncode == 2 and "--hops 2 there, 3 here" in \
+        differ.stderr
