@@ -9,7 +9,9 @@ where only the small matrices `A` (d × r) and `B` (r × k) train.
 `TransformerTranslator.enable_lora(rank)` (as KerasHub's
 `Backbone.enable_lora`) freezes every weight and adds Keras's
 `EinsumDense` adapters to the query and value projections of every
-attention layer, self- and cross-attention. Training then goes through
+attention layer, self- and cross-attention; an RNN translator's
+`enable_lora` adapts its decoder's `Dense` projections instead. Training
+then goes through
 the package's own loss and data pipeline (`MaskedCrossentropy`,
 `make_dataset`); saving merges the adapters into the kernels, so the
 adapted translator saves, loads and exports as a plain one.

@@ -7,6 +7,7 @@ cross-attention, relative attention included) adds Keras's
 kernels (Keras's own `EinsumDense` saving), so a fine-tuned model saves,
 loads and exports as a plain one."""
 
+from keras_attention import _validation
 from keras_attention.layers import MultiHeadAttention
 
 
@@ -56,3 +57,35 @@ class LoRAMixin:
         True
         """
         enable_lora(self, rank, lora_alpha, projections)
+
+
+def enable_dense_lora(model, rank, lora_alpha, named, projections):
+    """Freeze `model` and add Keras's rank-`rank` adapters
+    (`keras.layers.Dense.enable_lora`) to the Dense layers `projections`
+    names, of `named` (name -> its Dense, or None where the model has
+    none); returns those layers. For models whose attention has no
+    projections of its own (an RNN decoder's score function)."""
+    if not model.built:
+        raise ValueError(
+            f"Build {type(model).__name__} before `enable_lora` (call it "
+            "once), received: an unbuilt model"
+        )
+    projections = (projections,) if isinstance(projections, str) else (
+        tuple(projections))
+    if not projections:
+        raise ValueError("`projections` must name at least one of "
+                         f"{tuple(named)}, received: ()")
+    for name in projections:
+        _validation.choice("projections", name, named)
+        if named[name] is None:
+            present = tuple(key for key, layer in named.items() if layer)
+            raise ValueError(
+                f"{type(model).__name__} has no `{name}` projection "
+                f"(its projections: {present}), received: "
+                f"projections={projections!r}")
+    for variable in model.weights:
+        variable.trainable = False
+    layers = [named[name] for name in projections]
+    for layer in layers:
+        layer.enable_lora(rank, lora_alpha=lora_alpha)
+    return layers

@@ -14,6 +14,7 @@ from keras_attention import _validation
 from keras_attention.layers import AttentionRNNDecoder
 from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.attention_rnn_decoder import serialize_attention
+from keras_attention.models._lora import enable_dense_lora
 from keras_attention.models._tied_logits import tied_logits
 
 PRESETS = {
@@ -226,6 +227,42 @@ class RNNTranslator(keras.Model):
                 target_vocabulary_size, dtype=self.dtype_policy,
                 name="output_projection",
             )
+
+    def enable_lora(self, rank, lora_alpha=None, projections=None):
+        """Fine-tune with LoRA: freeze every weight and add Keras's
+        trainable rank-`rank` adapters (`keras.layers.Dense.enable_lora`,
+        scaled by `lora_alpha / rank`) to the Dense `projections`:
+        "bridge" (encoder state to the decoder's first state),
+        "attentional" (Luong's `W_c`, with `query="current"`),
+        "output_hidden" and "output_projection" (without tied
+        embeddings). By default the decoder's projections the model has,
+        "attentional" and "output_hidden". The recurrent cells and the
+        score function's weights stay frozen (Keras's cells have no LoRA).
+        Build the model first. Saving merges the adapters into the
+        kernels (Keras's own `Dense` saving).
+
+        Example:
+
+        >>> import numpy as np
+        >>> from keras_attention.models import RNNTranslator
+        >>> model = RNNTranslator.from_preset("tiny", 50, 50,
+        ...                                   query="current")
+        >>> _ = model({"encoder_tokens": np.ones((1, 3), "int32"),
+        ...            "decoder_tokens": np.ones((1, 2), "int32")})
+        >>> [layer.name for layer in model.enable_lora(2)]
+        ['attentional', 'output_hidden']
+        >>> all("lora" in w.path for w in model.trainable_weights)
+        True
+        """
+        named = {"bridge": self.bridge,
+                 "attentional": getattr(self.decoder, "attentional", None),
+                 "output_hidden": self.output_hidden,
+                 "output_projection": self.output_projection}
+        if projections is None:
+            projections = tuple(name for name in ("attentional",
+                                                  "output_hidden")
+                                if named[name] is not None)
+        return enable_dense_lora(self, rank, lora_alpha, named, projections)
 
     @property
     def hidden_dim(self):

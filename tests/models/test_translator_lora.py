@@ -79,3 +79,58 @@ def test_enable_lora_needs_a_built_model():
     built = _model(TransformerTranslator)
     with pytest.raises(ValueError, match="projections='keys'"):
         built.enable_lora(RANK, projections=("keys",))
+
+
+@pytest.mark.parametrize("query, adapted", [
+    ("current", ["attentional", "output_hidden"]),
+    ("previous", ["output_hidden"]),
+])
+def test_rnn_translator_adapters_learn_and_merge(query, adapted):
+    """The RNN translator's Dense projections take Keras's own adapters:
+    only they train, they learn, the rest (cells, score weights) stays
+    bit-identical, and saving merges them."""
+    from keras_attention.models import RNNTranslator
+
+    keras.utils.set_random_seed(5)
+    model = RNNTranslator.from_preset("tiny", VOCABULARY, VOCABULARY,
+                                      query=query)
+    model(TOKENS)
+    layers = model.enable_lora(RANK)
+    assert [layer.name for layer in layers] == adapted
+    trainable = model.trainable_weights
+    assert len(trainable) == 2 * len(adapted)
+    assert all("lora_kernel" in w.path for w in trainable)
+    frozen = {w.path: as_numpy(w).copy() for w in model.weights
+              if "lora" not in w.path}
+    model.compile(optimizer=keras.optimizers.Adam(0.01),
+                  loss=keras.losses.SparseCategoricalCrossentropy(
+                      from_logits=True))
+    history = model.fit(TOKENS, TARGETS, batch_size=16, epochs=40,
+                        verbose=0).history["loss"]
+    assert history[-1] < 0.7 * history[0], history
+    for weight in model.weights:
+        if weight.path in frozen:
+            np.testing.assert_array_equal(as_numpy(weight),
+                                          frozen[weight.path],
+                                          err_msg=weight.path)
+    adapted_logits = as_numpy(model(TOKENS))
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "adapted.keras")
+        model.save(path)
+        merged = keras.saving.load_model(path)
+    assert not any("lora" in w.path for w in merged.weights)
+    np.testing.assert_allclose(as_numpy(merged(TOKENS)), adapted_logits,
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_rnn_translator_lora_mistakes_name_the_projection():
+    from keras_attention.models import RNNTranslator
+
+    model = RNNTranslator.from_preset("tiny", VOCABULARY, VOCABULARY)
+    with pytest.raises(ValueError, match="Build RNNTranslator"):
+        model.enable_lora(RANK)
+    model(TOKENS)
+    with pytest.raises(ValueError, match="no `attentional` projection"):
+        model.enable_lora(RANK, projections=("attentional",))
+    with pytest.raises(ValueError, match="projections='cell'"):
+        model.enable_lora(RANK, projections=("cell",))
