@@ -340,11 +340,16 @@ def test_merge_adds_the_rows_of_other_seeds_and_rewrites(tmp_path):
     common = ["--model", "memory_network", "--data", str(root), "--tasks",
               "1", "--epochs", "2", "--linear-epochs", "1", "--backend",
               "jax"]
-    run_benchmark("babi.py", tmp_path / "a", *common, timeout=600)
-    _, other = run_benchmark("babi.py", tmp_path / "b", *common, "--seed",
-                             "1", timeout=600)
+    _, record = run_benchmark("babi.py", tmp_path / "a", *common,
+                              timeout=600)
     into = tmp_path / "a" / "babi_memory_network.json"
-    seed1 = tmp_path / "b" / "babi_memory_network.json"
+    # Seed 1's file, as `--seed 1` writes it (a copy: one run is enough).
+    other = json.loads(json.dumps(record))
+    other["rows"][0].update(seed=1, test_error=12.5)
+    other["settings"]["seed"] = 1
+    other["commands"] = [record["command"] + " --seed 1"]
+    seed1 = tmp_path / "seed1.json"
+    seed1.write_text(json.dumps(other))
 
     def merge(*files):
         return subprocess.run(
@@ -361,6 +366,8 @@ def test_merge_adds_the_rows_of_other_seeds_and_rewrites(tmp_path):
     assert len(merged["commands"]) == 2
     assert merged["summary"][0]["seeds"] == 2
     assert all(claim["seeds"] == 2 for claim in merged["claims"])
+    assert merged["summary"][0]["mean_error"] == pytest.approx(
+        (record["rows"][0]["test_error"] + 12.5) / 2)
 
     again = merge(seed1)
     assert again.returncode == 2 and "Traceback" not in again.stderr

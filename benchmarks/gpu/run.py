@@ -130,8 +130,8 @@ def arguments(name, args, minutes, out):
                   "--checkpoint-dir", str(scratch / "babi"), "--verbose"]
         if args.smoke:
             return common + ["--tasks", "2", "--epochs", "1", "--hidden",
-                             "16", "--ff", "32", "--heads", "2",
-                             "--minutes", "1"]
+                             "16", "--ff", "32", "--heads", "2", "--steps",
+                             "2", "--minutes", "1"]
         return common + ["--tasks", ",".join(map(str, args.task_list)),
                          "--epochs", "700", "--minutes", f"{minutes:.3f}"]
     if name == "music":
