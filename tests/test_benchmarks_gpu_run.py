@@ -3,7 +3,6 @@ each of its three runs writes a results file of the right shape through
 the runner that refuses TensorFlow, the music model comes back in pieces
 that join into a loadable model, and its argument errors are one line."""
 
-import gzip
 import json
 import os
 import subprocess
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 
 from keras_attention.data import babi
+from tests.test_benchmarks_music_transformer import _made_up as made_up_chorales
 
 ROOT = Path(__file__).resolve().parents[1]
 GPU = ROOT / "benchmarks" / "gpu"
@@ -27,21 +27,9 @@ def _data(root):
     for split, seed in (("train", 1), ("test", 2)):
         name = f"qa2_{babi.TASK_NAMES[2]}_{split}.txt"
         babi.write_babi(folder / name, 2, 80, seed=seed)
-    rng = np.random.default_rng(0)
-
-    def chorale():
-        pitches, steps = np.array([72, 64, 57, 48]), []
-        for _ in range(int(rng.integers(12, 30))):
-            move = rng.integers(-2, 3, 4) * (rng.random(4) < 0.3)
-            pitches = np.clip(pitches + move, 40, 78)
-            steps.append(pitches.tolist())
-        return steps
-
     (root / "jsb_chorales").mkdir()
-    (root / "jsb_chorales" / "jsb16th_train_valid.json.gz").write_bytes(
-        gzip.compress(json.dumps({
-            "train": [chorale() for _ in range(12)],
-            "valid": [chorale() for _ in range(4)]}).encode()))
+    made_up_chorales(root / "jsb_chorales" / "jsb16th_train_valid.json.gz")
+    rng = np.random.default_rng(0)
     (root / "mnist10k").mkdir()
     np.savez(root / "mnist10k" / "mnist10k.npz",
              x=rng.integers(0, 256, (150, 28, 28)).astype("uint8"),
