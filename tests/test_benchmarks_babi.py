@@ -262,29 +262,6 @@ def test_resume_refuses_other_settings(tmp_path):
     assert "--hidden 16 there, 32 here" in result.stderr
 
 
-def test_rewrite_recomputes_summary_and_claims(tmp_path):
-    import json
-
-    root = _release(tmp_path / "babi")
-    _, record = run_benchmark(
-        "babi.py", tmp_path / "results", "--model", "memory_network",
-        "--data", str(root), "--tasks", "1", "--epochs", "2",
-        "--linear-epochs", "1", "--backend", "jax", timeout=600)
-    path = tmp_path / "results" / "babi_memory_network.json"
-    stale = dict(record, claims=[], summary=[])
-    path.write_text(json.dumps(stale))
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "babi.py"), "--model",
-         "memory_network", "--rewrite", "--results-dir",
-         str(tmp_path / "results")], capture_output=True, text=True,
-        timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    rewritten = json.loads(path.read_text())
-    assert rewritten["claims"] == record["claims"]
-    assert rewritten["summary"] == record["summary"]
-    assert rewritten["rows"] == record["rows"]
-
-
 def test_the_readmes_babi_figures_are_the_results_files():
     """The README's bAbI figures are the committed results: the memory
     network's best of 10 by validation, the UT's 10k task-2 accuracy; and
@@ -330,10 +307,12 @@ def test_the_readmes_babi_figures_are_the_results_files():
     ) in page.replace("\n", " ")
 
 
-def test_merge_adds_the_rows_of_other_seeds_and_rewrites(tmp_path):
-    """Seeds run in pieces, each to its own file, merge into one: the rows
-    and commands of both, the claims over both seeds; a file of other
-    settings, or one that repeats a run, is a one-line error."""
+def test_rewrite_and_merge(tmp_path):
+    """`--rewrite` recomputes a file's summary and claims from its rows.
+    `--merge`: seeds run in pieces, each to its own file, merge into one:
+    the rows and commands of both, the claims over both seeds; a file of
+    other settings, or one that repeats a run, is a one-line error. (One
+    training run serves both.)"""
     import json
 
     root = _release(tmp_path / "babi")
@@ -343,6 +322,16 @@ def test_merge_adds_the_rows_of_other_seeds_and_rewrites(tmp_path):
     _, record = run_benchmark("babi.py", tmp_path / "a", *common,
                               timeout=600)
     into = tmp_path / "a" / "babi_memory_network.json"
+    into.write_text(json.dumps(dict(record, claims=[], summary=[])))
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "babi.py"), "--model",
+         "memory_network", "--rewrite", "--results-dir",
+         str(tmp_path / "a")], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rewritten = json.loads(into.read_text())
+    assert rewritten["claims"] == record["claims"]
+    assert rewritten["summary"] == record["summary"]
+    assert rewritten["rows"] == record["rows"]
     # Seed 1's file, as `--seed 1` writes it (a copy: one run is enough).
     other = json.loads(json.dumps(record))
     other["rows"][0].update(seed=1, test_error=12.5)
