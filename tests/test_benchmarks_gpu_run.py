@@ -72,6 +72,8 @@ def test_smoke_run_writes_every_result_without_tensorflow(tmp_path):
     # The music model: pieces that join into the model the run scored.
     pieces = sorted(out.glob("relative_sinusoid_voices_seed0.keras.part-*"))
     assert pieces and not list(out.glob("*.keras"))
+    music = json.loads((out / "music_transformer_jsb_gpu.json").read_text())
+    assert music["gpu_run"]["model_parts"] == [p.name for p in pieces]
     joined = tmp_path / "relative_sinusoid_voices_seed0.keras"
     joined.write_bytes(b"".join(piece.read_bytes() for piece in pieces))
     import keras

@@ -265,6 +265,11 @@ def main(argv=None):
     if pieces:
         print(f"music model in {len(pieces)} piece(s): {', '.join(pieces)} "
               "(cat them, in order, into one .keras)", flush=True)
+        music = out / RESULTS["music"]
+        if music.is_file():  # where the model went, for score-chorales
+            content = json.loads(music.read_text())
+            content["gpu_run"]["model_parts"] = pieces
+            music.write_text(json.dumps(content, indent=2) + "\n")
     print(f"all runs: {time.perf_counter() - started:.0f} s", flush=True)
     failed = [name for name, record in records.items()
               if record["returncode"] != 0 or not record["results"]]
