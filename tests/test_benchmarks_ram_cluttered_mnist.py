@@ -147,3 +147,43 @@ def test_claims_and_the_rule(monkeypatch):
         "reproduced"] == "yes"
     assert claims["Convolutional, 2 layers, test error"][
         "reproduced"] == "no"
+
+
+def test_minutes_stop_the_run_at_an_epochs_end(tmp_path, digits):
+    """`--minutes`: the run stops at the first epoch's end once the time is
+    spent (of 50 epochs asked)."""
+    _, record = run_benchmark(
+        "ram_cluttered_mnist.py", tmp_path / "results", "--data",
+        str(digits), "--epochs", "50", "--batch-size", "16", "--validation",
+        "20", "--test", "30", "--glimpse-size", "6", "--variants", "ram4",
+        "--sampled-paths", "0", "--minutes", "0.0001", "--save-dir",
+        str(tmp_path / "models"), timeout=600)
+    (row,) = record["rows"]
+    assert row["epochs"] == len(row["validation_curve"]) == 1
+
+
+def test_fit_schedule_ends_the_cosine_when_the_time_runs_out():
+    import argparse
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    import keras
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / (
+        "ram_cluttered_mnist.py")
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location("ram_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    schedule = keras.optimizers.schedules.CosineDecay(1e-3, 100 * 10)
+    model = keras.Sequential([keras.layers.Dense(1)])
+    model.train_function = "compiled"
+    epochs = module.fit_schedule(
+        model, schedule, seconds_per_epoch=2.0, budget=21.0, done=2,
+        args=argparse.Namespace(epochs=100), steps_per_epoch=10)
+    assert epochs == 12 and schedule.decay_steps == 120
+    assert model.train_function is None  # traced again with the new end
+    assert module.fit_schedule(
+        model, schedule, seconds_per_epoch=1.0, budget=1e6, done=2,
+        args=argparse.Namespace(epochs=100), steps_per_epoch=10) == 100
