@@ -269,52 +269,6 @@ def predict(model, inputs, batch_size, ponder=False):
     return (answers, np.concatenate(times)) if ponder else answers
 
 
-class Checkpoint:
-    """A run's checkpoint, so a run stopped by `--minutes` (or killed)
-    continues with `--resume` where it stopped: the model's weights and
-    the optimizer's variables (its step, so a schedule goes on), the
-    weights of the best validation epoch, the data order's generator and
-    the run's counters (`state`: epoch, examples seen, training seconds,
-    validation curve, best). Each save replaces the last, the state file
-    written last and atomically, so a run killed mid-save resumes from the
-    previous epoch."""
-
-    def __init__(self, directory):
-        self.directory = pathlib.Path(directory)
-
-    @property
-    def state_path(self):
-        return self.directory / "state.json"
-
-    def exists(self):
-        return self.state_path.is_file()
-
-    def save(self, model, state, best_weights=None):
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # A compiled model's weights file holds its optimizer's variables.
-        model.save_weights(self.directory / "last.weights.h5")
-        if best_weights is not None:
-            np.savez(self.directory / "best.npz", *best_weights)
-        temporary = self.state_path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(state, indent=1))
-        temporary.replace(self.state_path)
-
-    def load(self, model, batch):
-        """Restore `model` (built on `batch`) and its optimizer; returns
-        (state, the best weights or None)."""
-        state = json.loads(self.state_path.read_text())
-        model(batch)
-        # Built first, the optimizer takes its variables (its step, so the
-        # schedule goes on) from the weights file.
-        model.optimizer.build(model.trainable_variables)
-        model.load_weights(self.directory / "last.weights.h5")
-        best = None
-        if (self.directory / "best.npz").is_file():
-            stored = np.load(self.directory / "best.npz")
-            best = [stored[f"arr_{i}"] for i in range(len(stored.files))]
-        return state, best
-
-
 def train(args, model, data, seconds_left, seed=0, checkpoint=None,
           on_epoch=None):
     """Fit epoch by epoch, keeping the weights of the best validation
@@ -324,7 +278,7 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
     `seconds_left` are spent. `seed` draws the data order (the paper
     protocol's batches with replacement, else a permutation an epoch).
 
-    With a `Checkpoint`, every epoch is saved to it, and a run whose
+    With a `harness.Checkpoint`, every epoch is saved to it, and a run whose
     checkpoint exists continues from it (`--resume`): the same data order
     and schedule as one uninterrupted run. `on_epoch(state)` is called
     after every evaluation (the results file is rewritten there).
@@ -954,7 +908,7 @@ def checkpoint_for(args, name, seed, tasks):
     """The run's checkpoint folder: `--checkpoint-dir` (default
     runs/babi/), then the results name, the tasks and the seed."""
     label = "joint" if args.joint else "task" + "-".join(map(str, tasks))
-    return Checkpoint(pathlib.Path(args.checkpoint_dir) / name /
+    return harness.Checkpoint(pathlib.Path(args.checkpoint_dir) / name /
                       f"{args.size}-{label}-seed{seed}")
 
 

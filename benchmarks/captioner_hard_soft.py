@@ -429,6 +429,7 @@ def train_run(variant, seed, args, data):
         "pretrained_accuracy": pretrained,
         "pretrain_seconds": round(pretrain_seconds, 1),
         "validation_bleu": best, "validation_curve": curve,
+        "late_gain": late_gain(curve),
         "greedy": scores(greedy(test_images), test),
         f"beam{args.beam_size}": scores(
             decoder(model, vocabulary, shape, args.beam_size)(test_images),
@@ -463,6 +464,18 @@ def train_run(variant, seed, args, data):
 """
 
 
+LATE_EPOCHS = 5
+
+
+def late_gain(curve, window=LATE_EPOCHS):
+    """How much validation BLEU the last `window` epochs of `curve` added
+    to the best before them (<= 0: it had stopped rising); None for a
+    curve of `window` epochs or fewer."""
+    if len(curve) <= window:
+        return None
+    return round(max(curve[-window:]) - max(curve[:-window]), 2)
+
+
 def summary(rows, beam_size=3):
     """Per variant: mean and spread (sample standard deviation) over seeds
     of the test BLEU-4 (beam), exact match and digits right."""
@@ -479,6 +492,9 @@ def summary(rows, beam_size=3):
             figures[f"{key}_mean"] = statistics.fmean(values)
             figures[f"{key}_std"] = (statistics.stdev(values)
                                      if len(values) > 1 else 0.0)
+        gains = [late_gain(row["validation_curve"]) for row in runs]
+        if None not in gains:  # the largest rise of the last epochs
+            figures["late_gain_max"] = max(gains)
         out[variant] = figures
     return out
 
@@ -596,6 +612,10 @@ def main(argv=None):
         print(f"{figures['label']}: BLEU-4 {figures['bleu_mean']:.2f} ± "
               f"{figures['bleu_std']:.2f} over {figures['seeds']} seed(s) "
               f"(Xu et al. Flickr8k: {figures['paper_bleu4']})")
+        if "late_gain_max" in figures:
+            print(f"  the last {LATE_EPOCHS} epochs raised validation BLEU "
+                  f"by at most {figures['late_gain_max']:.2f} over the "
+                  f"best before them", flush=True)
     command = " ; ".join(commands + [harness.command_line()])
     harness.write_results(
         name, all_rows, directory=args.results_dir,

@@ -46,6 +46,7 @@ local_2d,full] [--seeds 0,1,2] [--epochs E] [--parallel 2]`.
 """
 
 import argparse
+import json
 import math
 import os
 import pathlib
@@ -110,6 +111,21 @@ def parser():
                    help="of every draw: numpy seeds [S, 1] validation, "
                         "[S, 2] test, [S, 0, run seed, epoch] training")
     harness.add_run_options(p, "runs/image_transformer_mnist")
+    p.add_argument("--minutes", type=float, default=None,
+                   help="stop every run by this many minutes from now, "
+                        "at the end of the last epoch that fits, its "
+                        "checkpoint saved (a run longer than a session "
+                        "goes on with --resume)")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="save each run's checkpoint after every epoch to "
+                        "CHECKPOINT_DIR/VARIANT_seedN (default with "
+                        "--minutes or --resume: runs/image_transformer_"
+                        "mnist/checkpoints)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue each run from its checkpoint (a "
+                        "finished one gives its row again)")
+    p.add_argument("--deadline", type=float, default=None,
+                   help=argparse.SUPPRESS)  # --minutes, as a time.time()
     return p
 
 
@@ -141,9 +157,50 @@ def finish_arguments(p, args):
     args.query_block_pair = _pair(p, "query-block", args.query_block, 1)
     args.memory_flange_pair = _pair(p, "memory-flange", args.memory_flange,
                                     0)
+    if args.minutes is not None and args.minutes <= 0:
+        p.error(f"--minutes must be positive, received: {args.minutes}")
+    if args.deadline is None and args.minutes is not None:
+        args.deadline = time.time() + 60 * args.minutes
+    if args.checkpoint_dir is None and (args.deadline or args.resume):
+        args.checkpoint_dir = "runs/image_transformer_mnist/checkpoints"
     import harness
 
-    return harness.variants_and_seeds(p, args, VARIANTS)
+    harness.variants_and_seeds(p, args, VARIANTS)
+    for variant in args.variant_list:
+        for seed in args.seed_list:
+            checkpoint = checkpoint_for(args, variant, seed)
+            if checkpoint is None:
+                continue
+            if checkpoint.exists() and not args.resume:
+                p.error(f"--checkpoint-dir: {checkpoint.directory} holds "
+                        "a run already: add --resume to continue it, or "
+                        "remove it")
+            if args.resume and checkpoint.exists():
+                saved = json.loads(checkpoint.state_path.read_text())
+                if saved["settings"] != run_settings(args):
+                    p.error(f"--resume: {checkpoint.directory} was saved "
+                            "with other settings (it continues a run only "
+                            "with its own; see its state.json)")
+    return args
+
+
+def checkpoint_for(args, variant, seed):
+    """The run's `harness.Checkpoint`, or None without --checkpoint-dir."""
+    if args.checkpoint_dir is None:
+        return None
+    import harness
+
+    return harness.Checkpoint(pathlib.Path(args.checkpoint_dir)
+                              / f"{variant}_seed{seed}")
+
+
+def run_settings(args):
+    """What a checkpoint's run must share with the command resuming it:
+    the model, the training and the data."""
+    return {**settings(args), "epochs": args.epochs,
+            "binarize_seed": args.binarize_seed,
+            "split_seed": args.split_seed, "validation": args.validation,
+            "test": args.test}
 
 
 def choose_backend(p, args):
@@ -258,7 +315,27 @@ def train_run(variant, seed, args, data):
     model = build(variant, args, seed, steps_per_epoch * args.epochs)
     best = {"validation_nll": math.inf}
     history, epoch_seconds, cpu_seconds = [], [], 0.0
-    for epoch in range(args.epochs):
+    checkpoint = checkpoint_for(args, variant, seed)
+    if args.resume and checkpoint is not None and checkpoint.exists():
+        state, best_weights = checkpoint.load(
+            model, np.zeros((1, SIDE, SIDE), "int32"))
+        if state.get("row") is not None:  # finished in an earlier session
+            print(f"{variant} seed {seed}: finished earlier "
+                  f"({checkpoint.directory})", flush=True)
+            return state["row"]
+        history, epoch_seconds = state["history"], state["epoch_seconds"]
+        cpu_seconds = state["cpu_seconds"]
+        best = {"validation_nll": state["best_validation_nll"],
+                "epoch": state["best_epoch"], "weights": best_weights}
+        print(f"{variant} seed {seed}: resumed at epoch {len(history)} "
+              f"from {checkpoint.directory}", flush=True)
+    for epoch in range(len(history), args.epochs):
+        if (args.deadline is not None and epoch_seconds and time.time()
+                + statistics.median(epoch_seconds) > args.deadline):
+            print(f"{variant} seed {seed}: stopped after epoch {epoch} of "
+                  f"{args.epochs} by --minutes; --resume continues it",
+                  flush=True)
+            break
         # A fresh binarization and order each epoch, from seed and epoch.
         rng = np.random.default_rng([args.binarize_seed, 0, seed, epoch])
         chosen = rng.permutation(len(train_digits))[:count]
@@ -271,16 +348,24 @@ def train_run(variant, seed, args, data):
         cpu_seconds += time.process_time() - cpu
         validation = nll(model, data["validation"])
         history.append(round(validation, 3))
-        if validation < best["validation_nll"]:
+        improved = validation < best["validation_nll"]
+        if improved:
             best = {"validation_nll": validation, "epoch": epoch + 1,
                     "weights": model.get_weights()}
+        if checkpoint is not None:
+            checkpoint.save(model, {
+                "settings": run_settings(args), "history": history,
+                "epoch_seconds": epoch_seconds, "cpu_seconds": cpu_seconds,
+                "best_validation_nll": best["validation_nll"],
+                "best_epoch": best["epoch"]},
+                best["weights"] if improved else None)
         if args.verbose:
             print(f"{variant} seed {seed} epoch {epoch + 1}: validation NLL "
                   f"{validation:.2f} nats ({epoch_seconds[-1]:.0f} s)",
                   flush=True)
     model.set_weights(best["weights"])
     seconds = sum(epoch_seconds)
-    return {
+    row = {
         "variant": variant,
         "label": LABELS[variant],
         "seed": seed,
@@ -298,13 +383,21 @@ def train_run(variant, seed, args, data):
         "validation_curve": history,
         "backend": keras.backend.backend(),
         "cpu": harness.machine()["cpu"],
+        # False: stopped by --minutes after len(epoch_seconds) epochs,
+        # tested at its best so far; the summary leaves it out.
+        "finished": len(history) == args.epochs,
     }
+    if checkpoint is not None and row["finished"]:
+        state = json.loads(checkpoint.state_path.read_text())
+        checkpoint.save(model, {**state, "row": row})  # the best weights
+    return row
 
 
 def summary(rows):
     """Per variant: mean and spread (sample standard deviation) of the
     test NLL over seeds, and the mean time per epoch."""
     out = {}
+    rows = [row for row in rows if row.get("finished", True)]
     for variant in dict.fromkeys(row["variant"] for row in rows):
         mine = [row for row in rows if row["variant"] == variant]
         values = [row["test_nll"] for row in mine]
@@ -353,17 +446,23 @@ def main(argv=None):
           f"{baselines['uniform']:.1f} nats", flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
+    given = sys.argv[1:] if argv is None else list(argv)
+    if args.deadline is not None:  # the parallel runs share one deadline
+        given = harness.strip_options(given, {"--minutes", "--deadline"})
+        given += ["--deadline", repr(args.deadline)]
     rows = harness.variant_seed_runs(
-        __file__, sys.argv[1:] if argv is None else list(argv), args,
-        {"--append"}, lambda variant, seed: train_run(variant, seed, args,
-                                                      data))
+        __file__, given, args, {"--append", "--resume"},
+        lambda variant, seed: train_run(variant, seed, args, data))
     all_rows = earlier + rows
     print(f"\n{'model':<40} {'seed':>4} {'test NLL':>9} {'epoch':>5} "
           f"{'s/epoch':>8} {'ex/s':>6}")
     for row in rows:
         print(f"{row['label']:<40} {row['seed']:>4} {row['test_nll']:>9.2f} "
               f"{row['best_epoch']:>5} {row['seconds_per_epoch']:>8.0f} "
-              f"{row['examples_per_second']:>6.1f}")
+              f"{row['examples_per_second']:>6.1f}"
+              + ("" if row.get("finished", True) else
+                 f"  (unfinished: {len(row['validation_curve'])} of "
+                 f"{row['epochs']} epochs)"))
     print(f"{'independent pixels (no weights)':<40} {'':>4} "
           f"{baselines['pixel_means']:>9.2f}")
     for figures in summary(all_rows).values():

@@ -66,6 +66,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
         ("soft", 0), ("hard", 0)]
     for row in rows:
         assert row["epochs"] == 2 and len(row["validation_curve"]) == 2
+        assert row["late_gain"] is None  # two epochs: no five before
         assert row["validation_bleu"] == pytest.approx(
             max(row["validation_curve"]), abs=0.01)
         assert row["test_bleu"] == row["beam3"]["bleu"]
@@ -95,6 +96,16 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     page = "\n".join(load_script("summary", monkeypatch).render(record))
     assert "| soft attention (`soft`) | 1 | **" in page
     assert "no weights" in page and "| 21.3 |" in page
+
+
+def test_late_gain_says_whether_validation_still_rose(monkeypatch):
+    """The last five epochs' best less the best before them: positive
+    while a run still improves, <= 0 once it has stopped."""
+    late_gain = load_script("captioner_hard_soft", monkeypatch).late_gain
+    assert late_gain([50, 60, 70, 80, 90, 91, 92, 93]) == 23  # 93 - 70
+    assert late_gain([90, 96, 95.5, 95.8, 95.9, 96.0, 95.7]) == 0.0
+    assert late_gain([90, 97, 96, 96.5, 96.2, 96.4, 96.9]) == -0.1
+    assert late_gain([1, 2, 3, 4, 5]) is None  # no epoch before the five
 
 
 def test_the_verdict_is_the_reproductions_pages(monkeypatch):

@@ -22,7 +22,7 @@ TINY = ["--validation", "10", "--test", "10", "--epochs", "2",
 ROW_KEYS = {"variant", "label", "seed", "test_nll", "validation_nll",
             "best_epoch", "epochs", "train_seconds", "seconds_per_epoch",
             "epoch_seconds", "train_cpu_seconds", "examples_per_second",
-            "parameters", "validation_curve", "backend", "cpu"}
+            "parameters", "validation_curve", "backend", "cpu", "finished"}
 
 
 def _made_up(folder, count=60, seed=0):
@@ -56,7 +56,7 @@ def test_tiny_run_on_both_backends_writes_rows_baselines_and_paper(
             min(row["validation_curve"]))
         assert math.isfinite(row["test_nll"]) and row["test_nll"] > 0
         assert row["examples_per_second"] > 0 < row["seconds_per_epoch"]
-        assert len(row["epoch_seconds"]) == 2
+        assert len(row["epoch_seconds"]) == 2 and row["finished"]
     # The same sizes: only the attention differs.
     assert len({row["parameters"] for row in rows}) == 1
     summary = record["summary"]
@@ -100,6 +100,53 @@ def test_tiny_run_on_both_backends_writes_rows_baselines_and_paper(
     assert "an epoch of full attention took" in page
 
 
+def test_a_run_stopped_by_minutes_resumes_where_it_stopped(tmp_path):
+    """--minutes stops a run at an epoch's end with its checkpoint; the
+    same command with --resume trains the epochs left, from the saved
+    weights and optimizer, to the curve of a run never stopped; once
+    finished, --resume gives its row again without training."""
+    data = _made_up(tmp_path)
+    common = ["--data", str(data), "--variants", "local_2d", "--seeds", "0",
+              "--backend", "tensorflow", *TINY, "--epochs", "3"]
+    _, whole = run_benchmark("image_transformer_mnist.py",
+                             tmp_path / "whole", *common, timeout=600)
+    checkpoints = tmp_path / "checkpoints"
+    # A deadline already past: the first epoch runs, then the run stops.
+    stdout, cut = run_benchmark(
+        "image_transformer_mnist.py", tmp_path / "cut", *common,
+        "--checkpoint-dir", str(checkpoints), "--deadline", "1",
+        timeout=600)
+    (row,) = cut["rows"]
+    assert not row["finished"] and len(row["validation_curve"]) == 1
+    assert "stopped after epoch 1 of 3" in stdout and cut["summary"] == {}
+    # Resumed: two more epochs, and the curve of the run never stopped.
+    stdout, resumed = run_benchmark(
+        "image_transformer_mnist.py", tmp_path / "cut", *common,
+        "--checkpoint-dir", str(checkpoints), "--resume", timeout=600)
+    (row,) = resumed["rows"]
+    (reference,) = whole["rows"]
+    assert "resumed at epoch 1" in stdout and row["finished"]
+    np.testing.assert_allclose(row["validation_curve"],
+                               reference["validation_curve"], atol=0.02)
+    assert row["test_nll"] == pytest.approx(reference["test_nll"], abs=0.02)
+    # Finished: --resume gives the row back; without it, a clear error.
+    stdout, again = run_benchmark(
+        "image_transformer_mnist.py", tmp_path / "cut", *common,
+        "--checkpoint-dir", str(checkpoints), "--resume", timeout=600)
+    assert "finished earlier" in stdout and again["rows"] == resumed["rows"]
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
+         *common, "--checkpoint-dir", str(checkpoints)],
+        capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "add --resume" in result.stderr
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
+         *common[:-1], "4", "--checkpoint-dir", str(checkpoints),
+         "--resume"], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert "was saved with other settings" in result.stderr
+
+
 @pytest.mark.parametrize("arguments, message", [
     (["--seeds", "x"], "--seeds must be comma-separated ints, received: "
                        "'x'"),
@@ -110,6 +157,7 @@ def test_tiny_run_on_both_backends_writes_rows_baselines_and_paper(
                                          "--heads, received: 10 and 4"),
     (["--epochs", "0"], "--epochs must be positive, received: 0"),
     (["--dropout", "1"], "--dropout must be in [0, 1), received: 1.0"),
+    (["--minutes", "0"], "--minutes must be positive, received: 0.0"),
     (["--data", "/no/such/mnist.npz"], "No MNIST file at /no/such/"),
     (["--data", "{data}", "--batch-size", "500"],
      "--batch-size must be at most the 40 training digits"),
