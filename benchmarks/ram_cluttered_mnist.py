@@ -107,6 +107,12 @@ def parser():
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--location-std", type=float, default=0.1,
                    help="σ of the location policy, in half-widths")
+    p.add_argument("--first-glimpse", default="centre",
+                   choices=("centre", "random"),
+                   help="the RAM's first glimpse: at the centre, or in "
+                        "training drawn uniformly on the canvas (the "
+                        "public reproductions'; scored at the centre on "
+                        "the mean path, drawn on the sampled paths)")
     p.add_argument("--sampled-paths", type=int, default=10,
                    help="glimpse paths drawn from the policy to score the "
                         "RAM's test error a second way, the mean of their "
@@ -216,7 +222,7 @@ def build(variant, args, seed, schedule):
             location_std=args.location_std,
             stop_location_gradient=not spec.get("full_gradient", False),
             location_activation="linear" if spec.get("linear") else "tanh",
-            seed=seed)
+            first_location=args.first_glimpse, seed=seed)
         model.compile(optimizer=optimizer)
         return model
     layers = keras.layers
@@ -394,16 +400,23 @@ def train_run(variant, seed, args, data):
         "backend": keras.backend.backend(),
         "cpu": harness.machine()["cpu"],
     }
+    if ram:  # the exploration it trained with
+        row["location_std"] = args.location_std
+        row["first_glimpse"] = args.first_glimpse
     if ram and args.sampled_paths:
         # Scored as the public reproductions score: the mean of the
-        # softmax over sampled glimpse paths, beside the mean path above.
+        # softmax over sampled glimpse paths, beside the mean path above;
+        # on validation too (the same epoch's weights), to choose by.
         from keras_attention.training.glimpse_paths import sampled_path_probabilities
 
-        probabilities = sampled_path_probabilities(
-            model, data["test"].images, paths=args.sampled_paths,
-            seed=10_000 + seed)
-        row["test_error_sampled"] = float(np.mean(
-            np.argmax(probabilities, -1) != data["test"].labels))
+        for part, key, offset in (("validation", "validation_error_sampled",
+                                   20_000), ("test", "test_error_sampled",
+                                             10_000)):
+            probabilities = sampled_path_probabilities(
+                model, data[part].images, paths=args.sampled_paths,
+                seed=offset + seed)
+            row[key] = float(np.mean(
+                np.argmax(probabilities, -1) != data[part].labels))
         row["sampled_paths"] = args.sampled_paths
     if diagnosis:
         row["gradient_norms"] = diagnosis
@@ -449,6 +462,43 @@ def summary(rows):
                 test_error_sampled_std=(statistics.stdev(sampled)
                                         if len(sampled) > 1 else 0.0))
     return out
+
+
+def exploration(rows):
+    """How the RAM explores, chosen on validation: per variant and
+    setting (σ, first glimpse), the mean validation error over seeds by
+    the mean path and by the sampled paths, and the setting of the lowest
+    (the better of its two scorings). None with one setting per variant
+    (nothing to choose)."""
+    groups = {}
+    for row in rows:
+        if "location_std" not in row:
+            continue
+        key = (row["variant"], row["location_std"],
+               row.get("first_glimpse", "centre"))
+        groups.setdefault(key, []).append(row)
+    if len(groups) == len({key[0] for key in groups}):
+        return None
+    settings = []
+    for (variant, std, first), runs in groups.items():
+        line = {"variant": variant, "location_std": std,
+                "first_glimpse": first, "seeds": len(runs),
+                "validation_error_mean": statistics.fmean(
+                    row["validation_error"] for row in runs)}
+        if all("validation_error_sampled" in row for row in runs):
+            line["validation_error_sampled_mean"] = statistics.fmean(
+                row["validation_error_sampled"] for row in runs)
+        line["best_validation_error"] = min(
+            value for key, value in line.items()
+            if key.startswith("validation_error"))
+        settings.append(line)
+    chosen = {}
+    for variant in dict.fromkeys(line["variant"] for line in settings):
+        best = min((line for line in settings if line["variant"] == variant),
+                   key=lambda line: line["best_validation_error"])
+        chosen[variant] = {key: best[key] for key in (
+            "location_std", "first_glimpse", "best_validation_error")}
+    return {"settings": settings, "chosen": chosen}
 
 
 def claims(rows, command):
@@ -574,6 +624,13 @@ def main(argv=None):
         print(f"{figures['label']}: {figures['test_error_mean']:.2%} ± "
               f"{figures['test_error_std']:.2%} over {figures['seeds']} "
               "seed(s)")
+    explored = exploration(all_rows)
+    if explored:
+        for variant, line in explored["chosen"].items():
+            print(f"chosen on validation for {variant}: --location-std "
+                  f"{line['location_std']} --first-glimpse "
+                  f"{line['first_glimpse']} (validation error "
+                  f"{line['best_validation_error']:.2%})")
     if args.figure and models:
         ram = [key for key in models if VARIANTS[key[0]]["kind"] == "ram"]
         if ram:
@@ -588,6 +645,7 @@ def main(argv=None):
         claims=claims(all_rows, " ; ".join(commands
                                            + [harness.command_line()])),
         majority_rule_test_error=rule,
+        **({"exploration": explored} if explored else {}),
         data={"digits": {k: len(d) for k, d in data["digits"].items()},
               "source": "mnist10k (10,000 MNIST digits, not 70,000)",
               "canvas": canvas_options(args), "split_seed": args.split_seed})
@@ -607,6 +665,11 @@ def rewrite(args, p):
     commands = record.get("commands", [record["command"]])
     record["summary"] = summary(record["rows"])
     record["claims"] = claims(record["rows"], " ; ".join(commands))
+    explored = exploration(record["rows"])
+    if explored:
+        record["exploration"] = explored
+    else:
+        record.pop("exploration", None)
     path.write_text(harness.dumps(record))
     print(f"rewrote {path}")
     return record["rows"]

@@ -49,7 +49,12 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     for row in rows[:2]:  # the RAMs also scored by 10 sampled paths
         assert row["sampled_paths"] == 10
         assert (row["test_error_sampled"] * 30).is_integer()
+        assert (row["validation_error_sampled"] * 20).is_integer()
+        assert row["location_std"] == 0.1
+        assert row["first_glimpse"] == "centre"
     assert "test_error_sampled" not in rows[2]
+    assert "location_std" not in rows[2]
+    assert "exploration" not in record  # one setting: nothing chosen
     assert record["summary"]["ram4"]["test_error_sampled_mean"] == \
         pytest.approx(np.mean([row["test_error_sampled"] for row in rows[:2]]))
     assert "test_error_sampled_mean" not in record["summary"][
@@ -187,3 +192,31 @@ def test_fit_schedule_ends_the_cosine_when_the_time_runs_out():
     assert module.fit_schedule(
         model, schedule, seconds_per_epoch=1.0, budget=1e6, done=2,
         args=argparse.Namespace(epochs=100), steps_per_epoch=10) == 100
+
+
+def test_exploration_is_chosen_on_validation(monkeypatch):
+    """Per setting (σ, first glimpse), the mean validation error by each
+    scoring; the chosen one has the lowest of either; the test error
+    plays no part."""
+    exploration = load_script("ram_cluttered_mnist", monkeypatch).exploration
+
+    def row(std, first, seed, mean_path, sampled, test):
+        return {"variant": "ram6", "seed": seed, "location_std": std,
+                "first_glimpse": first, "validation_error": mean_path,
+                "validation_error_sampled": sampled, "test_error": test}
+
+    rows = [row(0.1, "centre", 0, 0.12, 0.13, 0.01),
+            row(0.1, "centre", 1, 0.14, 0.15, 0.01),
+            row(0.2, "random", 0, 0.15, 0.09, 0.30),
+            row(0.2, "random", 1, 0.17, 0.11, 0.30),
+            {"variant": "conv", "seed": 0, "validation_error": 0.05,
+             "test_error": 0.05}]
+    found = exploration(rows)
+    assert found["chosen"] == {"ram6": {
+        "location_std": 0.2, "first_glimpse": "random",
+        "best_validation_error": pytest.approx(0.10)}}
+    first, second = found["settings"]
+    assert first["validation_error_mean"] == pytest.approx(0.13)
+    assert second["validation_error_sampled_mean"] == pytest.approx(0.10)
+    assert second["seeds"] == 2
+    assert exploration(rows[:2] + rows[4:]) is None  # one setting

@@ -15,6 +15,8 @@ from keras_attention import _validation
 from keras_attention.layers import GlimpseSensor
 from keras_attention.ops import stochastic
 
+FIRST_LOCATIONS = ("centre", "random")  # where the first glimpse looks
+
 PRESETS = {
     # Tests.
     "tiny": dict(glimpse_size=4, num_scales=2, glimpse_units=8,
@@ -177,6 +179,12 @@ class RecurrentAttentionModel(keras.Model):
             or `"linear"` (the paper's linear `μ_t`; the location is the
             sample clipped to the image, so a mean past the edge is not
             stuck in a saturated tanh).
+        first_location: where the first glimpse looks: `"centre"`
+            (default: always the centre) or `"random"` (in training,
+            uniform on the image, `l_0 ~ U[-1, 1]²`, as the public
+            reproductions draw it; at inference, the centre, the
+            uniform's mean, unless `first` is given). The first glimpse
+            is not an action of the policy: it has no log-probability.
         seed: the seed of the training noise's `SeedGenerator` (None:
             from Keras's global seed).
 
@@ -185,6 +193,8 @@ class RecurrentAttentionModel(keras.Model):
         training: bool: sample the locations (True) or take the means.
         noise: optional `(batch, num_glimpses − 1, 2)` standard normal
             noise for the training samples.
+        first: optional `(batch, 2)` first locations in [-1, 1] (row,
+            column), in place of the centre or the drawn ones.
 
     Returns:
         A dict: `"logits"` `(batch, K)`, `"locations"` `(batch, T, 2)`
@@ -221,6 +231,7 @@ class RecurrentAttentionModel(keras.Model):
         location_std=0.2,
         stop_location_gradient=True,
         location_activation="tanh",
+        first_location="centre",
         seed=None,
         **kwargs,
     ):
@@ -245,6 +256,8 @@ class RecurrentAttentionModel(keras.Model):
         self.stop_location_gradient = stop_location_gradient
         self.location_activation = _validation.choice(
             "location_activation", location_activation, ("tanh", "linear"))
+        self.first_location = _validation.choice(
+            "first_location", first_location, FIRST_LOCATIONS)
         self.seed = seed
         self.seed_generator = keras.random.SeedGenerator(seed)
 
@@ -294,7 +307,7 @@ class RecurrentAttentionModel(keras.Model):
         return ops.maximum(0.0, self.what_to_glimpse(self.what(flat))
                            + self.where_to_glimpse(where))  # (B, U)
 
-    def call(self, images, training=None, noise=None):
+    def call(self, images, training=None, noise=None, first=None):
         images = ops.convert_to_tensor(images)
         _validation.rank("images", images.shape, (3, 4),
                          "(batch, height, width) or (batch, H, W, channels)")
@@ -316,7 +329,22 @@ class RecurrentAttentionModel(keras.Model):
                 noise = keras.random.normal((batch, steps, 2),
                                             seed=self.seed_generator)
             noise = ops.cast(noise, "float32")  # (B, T - 1, 2)
-        locations = ops.zeros((batch, 2), "float32")  # l_0: the centre
+        if first is not None:
+            first = ops.convert_to_tensor(first)
+            if len(first.shape) != 2 or first.shape[-1] != 2 or (
+                    first.shape[0] is not None
+                    and images.shape[0] is not None
+                    and first.shape[0] != images.shape[0]):
+                raise ValueError(
+                    "`first` is each image's first (row, column) location: "
+                    f"shape (batch, 2) = ({images.shape[0]}, 2), received: "
+                    f"first.shape={tuple(first.shape)}")
+            locations = ops.clip(ops.cast(first, "float32"), -1.0, 1.0)
+        elif training and self.first_location == "random":
+            locations = keras.random.uniform(  # l_0 ~ U[-1, 1]²
+                (batch, 2), -1.0, 1.0, seed=self.seed_generator)
+        else:
+            locations = ops.zeros((batch, 2), "float32")  # l_0: the centre
         state = None
         path, means, log_probs, baselines = [locations], [], [], []
         for step in range(self.num_glimpses):
@@ -402,6 +430,7 @@ class RecurrentAttentionModel(keras.Model):
                 "location_std": self.location_std,
                 "stop_location_gradient": self.stop_location_gradient,
                 "location_activation": self.location_activation,
+                "first_location": self.first_location,
                 "seed": self.seed,
             }
         )

@@ -15,10 +15,11 @@ def sampled_path_probabilities(model, images, paths=10, seed=0,
     """The class probabilities `(B, K)` averaged over `paths` glimpse
     paths drawn from `model`'s location policy.
 
-    Each path starts at the centre, as the model's own does, then draws
-    every next location from the Gaussian of standard deviation
-    `model.location_std` around the policy's mean (the training policy),
-    clipped to the image. The softmax of each path's logits is averaged;
+    Each path starts where the model's training paths start (the centre,
+    or with `first_location="random"` a location drawn uniformly on the
+    image), then draws every next location from the Gaussian of standard
+    deviation `model.location_std` around the policy's mean (the training
+    policy), clipped to the image. The softmax of each path's logits is averaged;
     `argmax` of the result is the prediction. The noise comes from
     `numpy.random.default_rng(seed)`, so a call is repeatable.
 
@@ -52,13 +53,16 @@ def sampled_path_probabilities(model, images, paths=10, seed=0,
     rng = np.random.default_rng(seed)
     steps = model.num_glimpses - 1
     total = None
+    drawn = getattr(model, "first_location", "centre") == "random"
     for _ in range(paths):
         noise = rng.normal(size=(len(images), steps, 2)).astype("float32")
+        first = (rng.uniform(-1.0, 1.0, (len(images), 2)) if drawn else
+                 np.zeros((len(images), 2))).astype("float32")  # (B, 2)
         parts = []
         for start in range(0, len(images), batch_size):
             chunk = slice(start, start + batch_size)
-            logits = model(images[chunk], training=True,
-                           noise=noise[chunk])["logits"]  # (b, K)
+            logits = model(images[chunk], training=True, noise=noise[chunk],
+                           first=first[chunk])["logits"]  # (b, K)
             parts.append(keras.ops.convert_to_numpy(
                 ops.softmax(ops.cast(logits, "float32"), axis=-1)))
         probabilities = np.concatenate(parts)  # (B, K)

@@ -126,6 +126,38 @@ def test_inference_is_deterministic_training_samples_around_the_means():
     assert not np.allclose(drawn[:, 1:], first["locations"][:, 1:])
 
 
+def test_a_random_first_glimpse_is_drawn_in_training_only():
+    """`first_location="random"`: in training l_0 ~ U[-1, 1]² (a fresh
+    draw each call); at inference the centre, the uniform's mean; `first`
+    puts it anywhere. It takes no action: T − 1 log-probabilities."""
+    model = tiny(first_location="random", seed=1)
+    inference = model(IMAGES)
+    np.testing.assert_array_equal(inference["locations"][:, 0], 0.0)
+    centred = tiny()
+    centred.set_weights(model.get_weights())
+    np.testing.assert_array_equal(inference["logits"],
+                                  centred(IMAGES)["logits"])
+    drawn = [model(IMAGES, training=True)["locations"].numpy()[:, 0]
+             for _ in range(50)]
+    drawn = np.concatenate(drawn)  # (200, 2)
+    assert np.abs(drawn).max() <= 1.0 and drawn.std() > 0.45  # 1/√3
+    assert abs(drawn.mean()) < 0.15
+    assert tuple(model(IMAGES, training=True)["log_probs"].shape) == (4, 2)
+    # A centred model draws nothing; `first` moves either.
+    np.testing.assert_array_equal(
+        centred(IMAGES, training=True)["locations"][:, 0], 0.0)
+    first = np.array([[0.5, -0.5]] * 4, "float32")
+    for each in (model, centred):
+        for training in (False, True):
+            np.testing.assert_allclose(
+                each(IMAGES, training=training,
+                     first=first)["locations"][:, 0], first)
+    with pytest.raises(ValueError, match=r"first.shape=\(4, 3\)"):
+        model(IMAGES, first=np.zeros((4, 3), "float32"))
+    clone = RecurrentAttentionModel.from_config(model.get_config())
+    assert clone.first_location == "random"
+
+
 def test_the_location_loss_stops_at_the_core_state():
     """REINFORCE trains the location network only; the classifier's loss
     trains everything but the location and baseline heads."""
@@ -256,7 +288,8 @@ def test_presets():
      ({"units": 2.5}, "units=2.5"),
      ({"location_std": 0.0}, "location_std=0.0"),
      ({"stop_location_gradient": 1}, "stop_location_gradient=1"),
-     ({"location_activation": "relu"}, "location_activation='relu'")],
+     ({"location_activation": "relu"}, "location_activation='relu'"),
+     ({"first_location": "left"}, "first_location='left'")],
 )
 def test_bad_arguments_name_themselves(options, message):
     with pytest.raises(ValueError, match=message):

@@ -10,10 +10,11 @@ from keras_attention.training.glimpse_paths import sampled_path_probabilities
 IMAGES = np.random.default_rng(0).random((7, 16, 16)).astype("float32")
 
 
-def _model(location_std):
+def _model(location_std, first_location="centre"):
     model = RecurrentAttentionModel(
         num_glimpses=3, glimpse_size=4, num_scales=2, glimpse_units=8,
-        units=8, num_classes=4, location_std=location_std, seed=0)
+        units=8, num_classes=4, location_std=location_std, seed=0,
+        first_location=first_location)
     model(IMAGES[:1])
     return model
 
@@ -49,6 +50,22 @@ def test_it_averages_the_softmax_of_each_drawn_path():
     assert np.abs(got - other).max() > 1e-4
     mean_path = _softmax(model(IMAGES)["logits"])
     assert np.abs(got - mean_path).max() > 1e-4
+
+
+def test_a_drawn_first_glimpse_is_drawn_for_each_path():
+    """`first_location="random"`: each path starts at a location drawn
+    uniformly on the image, after its noise, from the same generator."""
+    model = _model(location_std=0.3, first_location="random")
+    rng = np.random.default_rng(2)
+    expected = []
+    for _ in range(4):
+        noise = rng.normal(size=(7, 2, 2)).astype("float32")
+        first = rng.uniform(-1, 1, (7, 2)).astype("float32")
+        outputs = model(IMAGES, training=True, noise=noise, first=first)
+        np.testing.assert_allclose(outputs["locations"][:, 0], first)
+        expected.append(_softmax(outputs["logits"]))
+    got = sampled_path_probabilities(model, IMAGES, paths=4, seed=2)
+    np.testing.assert_allclose(got, np.mean(expected, axis=0), atol=1e-5)
 
 
 @pytest.mark.parametrize("arguments, message", [
