@@ -98,53 +98,46 @@ def test_tiny_run_on_both_backends_writes_rows_baselines_and_paper(
     page = "\n".join(load_script("summary", monkeypatch).render(record))
     assert "| PixelCNN, van den Oord et al. 2016 * | — | 81.30 |" in page
     assert "an epoch of full attention took" in page
+    _resumes_where_it_stopped(tmp_path, data, rows[0])
 
 
-def test_a_run_stopped_by_minutes_resumes_where_it_stopped(tmp_path):
+def _resumes_where_it_stopped(tmp_path, data, reference):
     """--minutes stops a run at an epoch's end with its checkpoint; the
     same command with --resume trains the epochs left, from the saved
-    weights and optimizer, to the curve of a run never stopped; once
-    finished, --resume gives its row again without training."""
-    data = _made_up(tmp_path)
+    weights and optimizer, to the curve of the run never stopped
+    (`reference`); once finished, --resume gives its row again without
+    training; a checkpoint is never overwritten or resumed with other
+    settings."""
     common = ["--data", str(data), "--variants", "local_2d", "--seeds", "0",
-              "--backend", "tensorflow", *TINY, "--epochs", "3"]
-    _, whole = run_benchmark("image_transformer_mnist.py",
-                             tmp_path / "whole", *common, timeout=600)
-    checkpoints = tmp_path / "checkpoints"
+              "--backend", "tensorflow", *TINY]
+    checkpoints = ["--checkpoint-dir", str(tmp_path / "checkpoints")]
     # A deadline already past: the first epoch runs, then the run stops.
     stdout, cut = run_benchmark(
         "image_transformer_mnist.py", tmp_path / "cut", *common,
-        "--checkpoint-dir", str(checkpoints), "--deadline", "1",
-        timeout=600)
+        *checkpoints, "--deadline", "1", timeout=600)
     (row,) = cut["rows"]
     assert not row["finished"] and len(row["validation_curve"]) == 1
-    assert "stopped after epoch 1 of 3" in stdout and cut["summary"] == {}
-    # Resumed: two more epochs, and the curve of the run never stopped.
+    assert "stopped after epoch 1 of 2" in stdout and cut["summary"] == {}
     stdout, resumed = run_benchmark(
         "image_transformer_mnist.py", tmp_path / "cut", *common,
-        "--checkpoint-dir", str(checkpoints), "--resume", timeout=600)
+        *checkpoints, "--resume", timeout=600)
     (row,) = resumed["rows"]
-    (reference,) = whole["rows"]
     assert "resumed at epoch 1" in stdout and row["finished"]
     np.testing.assert_allclose(row["validation_curve"],
                                reference["validation_curve"], atol=0.02)
     assert row["test_nll"] == pytest.approx(reference["test_nll"], abs=0.02)
-    # Finished: --resume gives the row back; without it, a clear error.
     stdout, again = run_benchmark(
         "image_transformer_mnist.py", tmp_path / "cut", *common,
-        "--checkpoint-dir", str(checkpoints), "--resume", timeout=600)
+        *checkpoints, "--resume", timeout=600)
     assert "finished earlier" in stdout and again["rows"] == resumed["rows"]
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
-         *common, "--checkpoint-dir", str(checkpoints)],
-        capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2 and "add --resume" in result.stderr
-    result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
-         *common[:-1], "4", "--checkpoint-dir", str(checkpoints),
-         "--resume"], capture_output=True, text=True, timeout=120)
-    assert result.returncode == 2
-    assert "was saved with other settings" in result.stderr
+    for extra, message in ((["--validation", "10"], "add --resume"),
+                           (["--resume", "--epochs", "3"],
+                            "was saved with other settings")):
+        result = subprocess.run(
+            [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
+             *common, *checkpoints, *extra], capture_output=True, text=True,
+            timeout=120)
+        assert result.returncode == 2 and message in result.stderr
 
 
 @pytest.mark.parametrize("arguments, message", [
