@@ -36,8 +36,8 @@ def _spread(count, keep):
 
 
 def pytest_collection_modifyitems(config, items):
-    """With `KERAS_ATTENTION_MAX_PARAMS=N` (`make test-jax` and
-    `make test-torch` set 2), each parametrized test keeps N of its cases,
+    """With `KERAS_ATTENTION_MAX_PARAMS=N` (`make test-jax` sets 2,
+    `make test-torch` 1), each parametrized test keeps N of its cases,
     the first, the last and evenly between: every test runs on the other
     backends, and its whole grid on TensorFlow (`make test`'s first run),
     where the grid's numbers are checked. Unset, every case runs."""
