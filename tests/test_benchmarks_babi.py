@@ -264,7 +264,8 @@ def test_resume_refuses_other_settings(tmp_path):
 
 def test_the_readmes_babi_figures_are_the_results_files():
     """The README's bAbI figures are the committed results: the memory
-    network's best of 10 by validation, the UT's 10k task-2 accuracy; and
+    network's best of 10 by validation, the UT's 10k task-2 mean error over
+    its three seeds, each seed's figures on its page; and
     the memory network page's figures."""
     import json
 
@@ -292,19 +293,29 @@ def test_the_readmes_babi_figures_are_the_results_files():
             f"{masked['best_of_seeds_by_train_error']:.2f}%") in page
     ut = json.loads((results / "babi_universal_transformer_10k_task2.json"
                      ).read_text())
-    (row,) = ut["rows"]
-    assert f"**{100 * row['test_accuracy']:.1f}%**" in readme
-    assert f"{row['minutes']:.0f} minutes on 2 CPU cores" in readme
+    rows, (summary,) = ut["rows"], ut["summary"]
+    assert summary["seeds"] == len(rows) == 3
+    assert (f"errs on **{summary['mean_error']:.2f}%** of task 2 (10k), the "
+            f"mean\n  over {len(rows)} seeds") in readme
+    assert ("(" + ", ".join(f"{row['test_error']:.1f}" for row in rows[:-1])
+            + f" and {rows[-1]['test_error']:.1f}%; " + ", ".join(
+                f"{row['minutes']:.0f}" for row in rows[:-1])
+            + f" and {rows[-1]['minutes']:.0f} minutes of training") in (
+        readme.replace("\n  ", " "))
     page = (root / "docs" / "models" / "universal-transformer.md"
             ).read_text()
-    assert (f"**{100 * row['test_accuracy']:.1f}%** of the 1,000 test "
-            f"questions (**{row['test_error']:.1f}% error**") in page
-    assert (f"({row['steps']:,} steps, {row['minutes']:.1f} minutes of "
-            "training in all") in page
-    assert "mean ponder time " + ", ".join(
-        f"{row[f'ponder_{role}']:.2f} ({label})" for role, label in (
-            ("question", "question"), ("supporting", "supporting facts"))
-    ) in page.replace("\n", " ")
+    assert (f"**{summary['mean_error']:.2f}% mean test error over "
+            f"{len(rows)} seeds** (spread\n{summary['seed_spread']:.2f})"
+            ) in page
+    for row in rows:
+        assert (f"- seed {row['seed']}: **{row['test_error']:.1f}% test "
+                f"error** after {row['epochs']} epochs ({row['steps']:,} "
+                f"steps, {row['minutes']:.1f} minutes of training in all; "
+                f"validation {100 * row['valid_accuracy']:.1f}% at epoch "
+                f"{row['best_epoch']}), mean ponder time "
+                f"{row['ponder_question']:.2f} (question), "
+                f"{row['ponder_supporting']:.2f} (supporting facts), "
+                f"{row['ponder_other']:.2f} (other sentences)") in page
 
 
 def test_rewrite_and_merge(tmp_path):
