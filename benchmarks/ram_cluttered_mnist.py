@@ -440,7 +440,10 @@ def fit_schedule(model, schedule, seconds_per_epoch, budget, done, args,
 
 def summary(rows):
     """Per variant: mean and spread (sample standard deviation) of the
-    test error over seeds, with the paper's figure."""
+    test error over seeds, with the paper's figure. A RAM scored both
+    ways also gets `scoring`, the one of the lower mean validation error
+    (`"mean_path"` or `"sampled"`), and `scored_test_error_mean` and
+    `_std`, its test error by that scoring: what the claims compare."""
     out = {}
     for variant in dict.fromkeys(row["variant"] for row in rows):
         errors = [row["test_error"] for row in rows
@@ -461,6 +464,20 @@ def summary(rows):
                 test_error_sampled_mean=statistics.fmean(sampled),
                 test_error_sampled_std=(statistics.stdev(sampled)
                                         if len(sampled) > 1 else 0.0))
+        mine = [row for row in rows if row["variant"] == variant]
+        figures = out[variant]
+        figures["scoring"] = "mean_path"
+        if all("validation_error_sampled" in row for row in mine):
+            by_path = statistics.fmean(row["validation_error"] for row in mine)
+            by_samples = statistics.fmean(row["validation_error_sampled"]
+                                          for row in mine)
+            figures.update(validation_error_mean=by_path,
+                           validation_error_sampled_mean=by_samples)
+            if by_samples < by_path:
+                figures["scoring"] = "sampled"
+        suffix = "_sampled" if figures["scoring"] == "sampled" else ""
+        figures["scored_test_error_mean"] = figures[f"test_error{suffix}_mean"]
+        figures["scored_test_error_std"] = figures[f"test_error{suffix}_std"]
     return out
 
 
@@ -501,6 +518,9 @@ def exploration(rows):
     return {"settings": settings, "chosen": chosen}
 
 
+SAMPLED_NOTE = "mean of sampled paths, chosen on validation"
+
+
 def claims(rows, command):
     """The paper's figures beside ours, for the Reproductions page: each
     RAM row of Table 2 and the convolutional network (yes: within a
@@ -517,21 +537,23 @@ def claims(rows, command):
 
     def figure(variant):
         line = found[variant]
-        spread = (f" ± {line['test_error_std']:.2%}" if line["seeds"] > 1
-                  else "")
-        return f"{line['test_error_mean']:.2%}{spread}"
+        spread = (f" ± {line['scored_test_error_std']:.2%}"
+                  if line["seeds"] > 1 else "")
+        how = (f" ({SAMPLED_NOTE})" if line["scoring"] == "sampled"
+               else "")
+        return f"{line['scored_test_error_mean']:.2%}{spread}{how}"
 
     for variant in ("ram4", "ram6", "ram8", "conv", "fc256"):
         if variant not in found:
             continue
-        mean = found[variant]["test_error_mean"]
+        mean = found[variant]["scored_test_error_mean"]
         paper = PAPER[variant] / 100
         # "partly": the paper's ordering holds, the RAM below the CNN by
         # more than either's spread over seeds.
         ahead = variant.startswith("ram") and "conv" in found and (
-            found["conv"]["test_error_mean"] - mean > max(
-                found[variant]["test_error_std"],
-                found["conv"]["test_error_std"]))
+            found["conv"]["scored_test_error_mean"] - mean > max(
+                found[variant]["scored_test_error_std"],
+                found["conv"]["scored_test_error_std"]))
         verdict = ("yes" if mean <= paper + 0.01 else
                    "partly" if ahead else "no")
         out.append({
@@ -541,8 +563,10 @@ def claims(rows, command):
             "reproduced": verdict, "seeds": found[variant]["seeds"],
             "data": data, "command": command})
     if "ram6" in found and "conv" in found:
-        ram, conv = (found[v]["test_error_mean"] for v in ("ram6", "conv"))
-        spread = max(found[v]["test_error_std"] for v in ("ram6", "conv"))
+        ram, conv = (found[v]["scored_test_error_mean"]
+                     for v in ("ram6", "conv"))
+        spread = max(found[v]["scored_test_error_std"]
+                     for v in ("ram6", "conv"))
         out.append({
             "paper": "Mnih et al. 2014", "table": "Table 2",
             "claim": "RAM (6 glimpses) below the convolutional network",
