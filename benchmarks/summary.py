@@ -375,30 +375,66 @@ def _ram(record):
     if len(record.get("commands", [])) > 1:
         lines += ["The rows come from " + ", then ".join(
             f"`{command}`" for command in record["commands"]) + ".", ""]
-    lines += ["| model | seeds | test error (mean) | spread (s.d.) | "
-              "Mnih et al. 2014 |", "|---|---|---|---|---|"]
-    for variant, line in record.get("summary", {}).items():
+    summary = record.get("summary", {})
+    sampled = any("test_error_sampled_mean" in line
+                  for line in summary.values())
+    lines += ["| model | seeds | test error (mean path) | spread (s.d.) | "
+              + ("by sampled paths | scored by (on validation) | "
+                 if sampled else "") + "Mnih et al. 2014 |",
+              "|---|---|---|---|" + ("---|---|" if sampled else "")
+              + "---|"]
+    for variant, line in summary.items():
         paper = line.get("paper_test_error")
+        cells = ""
+        if sampled:
+            cells = (f"{line['test_error_sampled_mean']:.2%} "
+                     f"±{line['test_error_sampled_std']:.2%} | "
+                     if "test_error_sampled_mean" in line else "— | ")
+            cells += ("sampled paths" if line.get("scoring") == "sampled"
+                      else "mean path") + " | "
         lines.append(
             f"| {line['label']} (`{variant}`) | {line['seeds']} | "
             f"**{line['test_error_mean']:.2%}** | "
             + (f"±{line['test_error_std']:.2%}" if line["seeds"] > 1
                else "—")
-            + f" | {'—' if paper is None else f'{paper:.2%}'} |")
+            + f" | {cells}{'—' if paper is None else f'{paper:.2%}'} |")
     rule = record.get("majority_rule_test_error")
     if rule is not None:
         lines.append(f"| the most frequent training class (no weights) | "
-                     f"— | {rule:.2%} | — | — |")
-    lines += ["", "| model | seed | test error | best validation error "
-              "(epoch) | epochs | training min | examples/s | weights |",
-              "|---|---|---|---|---|---|---|---|"]
+                     f"— | {rule:.2%} | — | " + ("— | — | " if sampled
+                                                  else "") + "— |")
+    explored = any("location_std" in row for row in rows)
+    lines += ["", "| model | seed | test error | "
+              + ("by sampled paths | " if sampled else "")
+              + "best validation error (epoch) | "
+              + ("σ, first glimpse | " if explored else "")
+              + "epochs | training min | examples/s | weights |",
+              "|---|---|---|" + ("---|" if sampled else "") + "---|"
+              + ("---|" if explored else "") + "---|---|---|---|"]
     for row in rows:
+        by_samples = ""
+        if sampled:
+            by_samples = (f"{row['test_error_sampled']:.2%} | "
+                          if "test_error_sampled" in row else "— | ")
+        validation = f"{row['validation_error']:.2%}"
+        if "validation_error_sampled" in row:
+            validation += f" / {row['validation_error_sampled']:.2%} sampled"
+        setting = ""
+        if explored:
+            setting = (f"{row['location_std']}, {row['first_glimpse']} | "
+                       if "location_std" in row else "— | ")
         lines.append(
             f"| `{row['variant']}` | {row['seed']} | "
-            f"{row['test_error']:.2%} | {row['validation_error']:.2%} "
-            f"({row['best_epoch']}) | {row['epochs']} | "
+            f"{row['test_error']:.2%} | {by_samples}{validation} "
+            f"({row['best_epoch']}) | {setting}{row['epochs']} | "
             f"{row['train_seconds'] / 60:.1f} | "
             f"{row['examples_per_second']:,.0f} | {row['parameters']:,} |")
+    chosen = record.get("exploration", {}).get("chosen", {})
+    for variant, line in chosen.items():
+        lines += ["", f"Chosen on validation for `{variant}`: σ "
+                  f"{line['location_std']}, first glimpse "
+                  f"{line['first_glimpse']} (validation error "
+                  f"{line['best_validation_error']:.2%})."]
     data = record.get("data", {})
     if data:
         lines += ["", f"Data: {data.get('source', '')}; digits "
