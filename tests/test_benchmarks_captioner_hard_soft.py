@@ -131,3 +131,28 @@ def test_mistakes_are_one_line(arguments, message):
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_pages_figures_are_the_results_files():
+    """docs/models/captioner.md states the committed run's figures: each
+    variant's mean and spread, the verdict of its claim, how much the last
+    epochs still added, and the epochs it trained."""
+    import json
+
+    record = json.loads((BENCHMARKS / "results" / "captioner_hard_soft.json"
+                         ).read_text())
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" / "captioner.md"
+                     ).read_text().split())
+    soft, hard = record["summary"]["soft"], record["summary"]["hard"]
+    (claim,) = record["claims"]
+    assert (f"{hard['bleu_mean']:.2f} ± {hard['bleu_std']:.2f} for hard "
+            f"attention and {soft['bleu_mean']:.2f} ± {soft['bleu_std']:.2f} "
+            "for soft") in page
+    assert f"**Hard ahead of soft: {claim['reproduced']}.**" in page
+    assert (f"by at most {soft['late_gain_max']:.2f} (soft) and "
+            f"{hard['late_gain_max']:.2f} (hard)") in page
+    epochs = {row["epochs"] for row in record["rows"]}
+    assert len(epochs) == 1 and epochs.pop() >= 25
+    assert f"--epochs {record['rows'][0]['epochs']}" in page
+    assert record["settings"]["variants"] == "soft,hard"
+    assert record["settings"]["seeds"] == "0,1,2"
