@@ -4,6 +4,7 @@ with no weights beside them, writes the paper's rows and the claims;
 --append and --rewrite keep the rows; mistakes are one line."""
 
 import json
+import statistics
 import subprocess
 import sys
 
@@ -243,3 +244,86 @@ def test_claims_compare_the_scoring_chosen_on_validation(monkeypatch):
     assert ordering["reproduced"] == "yes"
     rows[0]["validation_error_sampled"] = 0.35  # now the mean path wins
     assert script.summary(rows)["ram6"]["scoring"] == "mean_path"
+
+
+def test_more_glimpses_lower_error_is_judged_against_the_spreads(
+        monkeypatch):
+    """Table 2's ordering of 4, 6 and 8 glimpses: "yes" when each step
+    falls by more than its spread, "partly" when the means fall within a
+    spread, "no" when one rises."""
+    script = load_script("ram_cluttered_mnist", monkeypatch)
+
+    def verdict(errors):
+        rows = [{"variant": "conv", "seed": seed, "test_error": 0.12,
+                 "validation_error": 0.12} for seed in (0, 1)]
+        for variant, pair in errors.items():
+            rows += [{"variant": variant, "seed": seed, "test_error": error,
+                      "validation_error": 0.1}
+                     for seed, error in enumerate(pair)]
+        (claim,) = [claim for claim in script.claims(rows, "c")
+                    if claim["claim"].startswith("RAM: more glimpses")]
+        return claim
+
+    claim = verdict({"ram4": (0.095, 0.097), "ram6": (0.080, 0.082),
+                     "ram8": (0.070, 0.072)})
+    assert claim["reproduced"] == "yes"
+    assert claim["theirs"] == "4.96% > 4.08% > 4.04%"
+    assert claim["ours"] == ("9.60% > 8.10% > 7.10% (spreads 0.14%, "
+                             "0.14%, 0.14%)")
+    # 8 glimpses 0.5 points lower, but the seeds spread 1.4 points.
+    assert verdict({"ram4": (0.095, 0.097), "ram6": (0.080, 0.082),
+                    "ram8": (0.066, 0.086)})["reproduced"] == "partly"
+    assert verdict({"ram4": (0.095, 0.097), "ram6": (0.080, 0.082),
+                    "ram8": (0.084, 0.086)})["reproduced"] == "no"
+
+
+def test_the_page_and_the_readme_state_the_results_files_figures():
+    """docs/models/recurrent_attention.md and the README state the
+    committed runs' figures: each RAM's scored mean and spread, by the
+    mean path too, the CNN's, the orderings' verdicts, the told glimpse's
+    bound, the rule with no weights and the grid's chosen setting."""
+    def load(name):
+        return json.loads((BENCHMARKS / "results" / f"{name}.json"
+                           ).read_text())
+
+    record, told = load("ram_cluttered_mnist"), load(
+        "ram_cluttered_mnist_told")
+    grid = load("ram_cluttered_mnist_exploration")
+    page = " ".join((BENCHMARKS.parent / "docs" / "models"
+                     / "recurrent_attention.md").read_text().split())
+    readme = " ".join((BENCHMARKS.parent / "README.md").read_text().split())
+    found = record["summary"]
+    assert all(found[v]["scoring"] == "sampled"
+               for v in ("ram4", "ram6", "ram8"))
+    for variant in ("ram4", "ram6", "ram8"):
+        line = found[variant]
+        assert (f"**{line['scored_test_error_mean']:.2%} ± "
+                f"{100 * line['scored_test_error_std']:.2f}**") in page
+        assert f"{line['scored_test_error_mean']:.2%}" in readme
+    conv = found["conv"]
+    assert (f"CNN's {conv['scored_test_error_mean']:.2%} ± "
+            f"{100 * conv['scored_test_error_std']:.2f}") in page
+    assert f"ours {conv['scored_test_error_mean']:.2%}" in readme
+    assert ("models err on " + ", ".join(
+        f"{found[v]['test_error_mean']:.2%}" for v in ("ram4", "ram6"))
+        + f" and {found['ram8']['test_error_mean']:.2%}") in page
+    verdicts = {claim["claim"]: claim["reproduced"]
+                for claim in record["claims"]}
+    assert verdicts["RAM (6 glimpses) below the convolutional network"] \
+        == "yes"
+    assert verdicts["RAM: more glimpses, lower error (4, 6, 8)"] == "yes"
+    assert "**The paper's two orderings hold; its figures do not.**" in page
+    assert record["summary"]["ram6"]["scored_test_error_mean"] > 0.07
+    assert "target, 6 glimpses at or below 7% test error, is not" in page
+    bound = statistics.mean(row["test_error"] for row in told["rows"])
+    assert f"reaches {bound:.2%}" in page
+    assert (f"errs on {record['majority_rule_test_error']:.2%}") in page
+    chosen = grid["exploration"]["chosen"]["ram6"]
+    assert (chosen["location_std"], chosen["first_glimpse"]) == (0.3,
+                                                                 "random")
+    assert f"100 epochs reach {chosen['best_validation_error']:.2%}" in page
+    epochs = {row["epochs"] for row in record["rows"]}
+    assert epochs == {300}
+    best = [row["best_epoch"] for row in record["rows"]
+            if row["variant"] == "ram6"]
+    assert f"best epochs are {min(best)}–{max(best)} of 300" in page
