@@ -36,17 +36,20 @@ def _spread(count, keep):
 
 
 def pytest_collection_modifyitems(config, items):
-    """With `KERAS_ATTENTION_MAX_PARAMS=N` (`make test-jax` sets 2,
-    `make test-torch` 1), each parametrized test keeps N of its cases,
-    the first, the last and evenly between: every test runs on the other
-    backends, and its whole grid on TensorFlow (`make test`'s first run),
-    where the grid's numbers are checked. Unset, every case runs."""
+    """With `KERAS_ATTENTION_MAX_PARAMS=N` each parametrized test keeps N
+    of its cases, the first, the last and evenly between; with `last`, its
+    last case only. `make test-jax` keeps the first (1) and `make
+    test-torch` the last: every test runs on the other backends, each
+    grid's two ends among them, and its whole grid on TensorFlow (`make
+    test`'s first run), where the grid's numbers are checked. Unset, every
+    case runs."""
     limit = os.environ.get("KERAS_ATTENTION_MAX_PARAMS")
     if not limit:
         return
-    if not limit.isdigit() or int(limit) < 1:
+    if limit != "last" and (not limit.isdigit() or int(limit) < 1):
         raise pytest.UsageError("KERAS_ATTENTION_MAX_PARAMS must be a "
-                                f"positive int, received: {limit!r}")
+                                "positive int or 'last', received: "
+                                f"{limit!r}")
     groups = {}
     for item in items:
         key = (item.nodeid.split("::")[0], getattr(item, "originalname",
@@ -54,7 +57,8 @@ def pytest_collection_modifyitems(config, items):
         groups.setdefault(key, []).append(item)
     kept, dropped = [], []
     for group in groups.values():
-        chosen = set(_spread(len(group), int(limit)))
+        chosen = ({len(group) - 1} if limit == "last"
+                  else set(_spread(len(group), int(limit))))
         for index, item in enumerate(group):
             (kept if index in chosen else dropped).append(item)
     if dropped:

@@ -1,6 +1,6 @@
-"""`make test-jax` and `make test-torch` keep 2 cases of each
-parametrized test (tests/conftest.py): which ones, and that the rest of
-the collection is untouched."""
+"""`make test-jax` and `make test-torch` keep one case of each
+parametrized test, the first and the last (tests/conftest.py): which
+ones, and that the rest of the collection is untouched."""
 
 import types
 
@@ -48,11 +48,22 @@ def test_the_variable_samples_each_grid(monkeypatch):
     assert len(deselected) == 6
 
 
+def test_last_keeps_each_grids_last_case(monkeypatch):
+    items, deselected = _collection(), []
+    monkeypatch.setenv("KERAS_ATTENTION_MAX_PARAMS", "last")
+    pytest_collection_modifyitems(_config(deselected), items)
+    assert [item.nodeid for item in items] == [
+        "tests/a.py::test_grid[8]", "tests/a.py::test_plain",
+        "tests/b.py::test_grid[1]"]
+    assert len(deselected) == 9
+
+
 def test_unset_keeps_everything_and_a_bad_value_is_refused(monkeypatch):
     items, deselected = _collection(), []
     monkeypatch.delenv("KERAS_ATTENTION_MAX_PARAMS", raising=False)
     pytest_collection_modifyitems(_config(deselected), items)
     assert len(items) == 12 and not deselected
     monkeypatch.setenv("KERAS_ATTENTION_MAX_PARAMS", "zero")
-    with pytest.raises(pytest.UsageError, match="received: 'zero'"):
+    with pytest.raises(pytest.UsageError,
+                       match="positive int or 'last', received: 'zero'"):
         pytest_collection_modifyitems(_config(deselected), items)
