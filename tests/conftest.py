@@ -25,6 +25,19 @@ def _reset_keras_state():
     keras.backend.clear_session()
 
 
+def pytest_collection_finish(session):
+    """Freeze what the imports and the collection made (TensorFlow's and
+    Keras's modules, the test modules): the `gc.collect()` that
+    `clear_session()` runs after every test then walks only what the tests
+    made, not the whole heap again (it was 16% of the suite's time, more
+    than the layer tests' own calls). Nothing frozen is ever freed, and
+    nothing of it would be: it lives as long as the process."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _spread(count, keep):
     """`keep` indices of `range(count)`, evenly spread, the first and the
     last among them: `_spread(7, 3) == [0, 3, 6]`."""
