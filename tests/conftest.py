@@ -48,14 +48,34 @@ def _spread(count, keep):
     return sorted({round(i * (count - 1) / (keep - 1)) for i in range(keep)})
 
 
+# The files that take longest, run first: `--dist loadfile` hands each
+# worker whole files in collection order, so one of these last would keep
+# one worker busy while the other has nothing left (the translators' files
+# also start training the shared tiny translators on both workers at once).
+SLOW_FIRST = ("tests/translator/", "tests/training/test_resume.py",
+              "tests/training/test_distributed.py", "tests/packaging/",
+              "tests/test_examples.py",
+              "tests/models/test_translator_quantization.py",
+              "tests/models/test_universal_transformer_reader.py",
+              "tests/test_benchmarks_babi.py")
+
+
+def _slow_rank(item):
+    path = item.nodeid.split("::")[0]
+    return next((rank for rank, prefix in enumerate(SLOW_FIRST)
+                 if path.startswith(prefix)), len(SLOW_FIRST))
+
+
 def pytest_collection_modifyitems(config, items):
-    """With `KERAS_ATTENTION_MAX_PARAMS=N` each parametrized test keeps N
+    """The slowest files first (`SLOW_FIRST`; each file's tests keep their
+    order). With `KERAS_ATTENTION_MAX_PARAMS=N` each parametrized test keeps N
     of its cases, the first, the last and evenly between; with `last`, its
     last case only. `make test-jax` keeps the first (1) and `make
     test-torch` the last: every test runs on the other backends, each
     grid's two ends among them, and its whole grid on TensorFlow (`make
     test`'s first run), where the grid's numbers are checked. Unset, every
     case runs."""
+    items.sort(key=_slow_rank)  # stable: the same order on every worker
     limit = os.environ.get("KERAS_ATTENTION_MAX_PARAMS")
     if not limit:
         return
