@@ -679,6 +679,47 @@ def _generic(record):
     return lines
 
 
+def _quantization(record):
+    """A trained translator in float32, bfloat16 and int8
+    (benchmarks/quantization.py): BLEU, weights on disk and speed in
+    memory, then the served model's latency, each beside float32's, and
+    the issue's targets as computed."""
+    rows, found = record["rows"], record.get("summary", {})
+    base = next(row for row in rows if row["variant"] == "float32")
+    beam = base["beam_size"]
+    lines = [f"| variant | greedy BLEU | beam {beam} BLEU | weights (MiB) "
+             "| size / float32 | greedy sentences/s | speed / float32 | "
+             f"beam {beam} sentences/s |",
+             "|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        against = found.get(row["variant"], {})
+        lines.append(
+            f"| `{row['variant']}` | {row['bleu_greedy']:.2f} | "
+            f"{row['bleu_beam']:.2f} | {row['weights_bytes'] / 2**20:.1f} | "
+            f"{against.get('size_over_float32', 1.0):.2f}× | "
+            f"{row['greedy_sentences_per_s']:.1f} | "
+            f"{against.get('speed_over_float32', 1.0):.2f}× | "
+            f"{row['beam_sentences_per_s']:.1f} |")
+    clients = [served["clients"] for served in base["served"]]
+    lines += ["", "| variant | " + " | ".join(
+        f"{n} client{'s' if n > 1 else ''}: p50 / p99 ms, requests/s"
+        for n in clients) + " |", "|---" * (len(clients) + 1) + "|"]
+    for row in rows:
+        lines.append(f"| `{row['variant']}` | " + " | ".join(
+            f"{s['p50_ms']:.0f} / {s['p99_ms']:.0f}, "
+            f"{s['requests_per_s']:.1f}"
+            + (f" ({s['errors']} errors)" if s["errors"] else "")
+            for s in row["served"]) + " |")
+    targets = found.get("targets")
+    if targets:
+        lines += ["", f"{base['sentences']:,} test sentences. int8's "
+                  "targets (computed): " + "; ".join(
+                      f"{name.replace('_', ' ')}: "
+                      f"{'yes' if met else 'no'}"
+                      for name, met in targets.items()) + "."]
+    return lines
+
+
 def render(record, stem=None):
     """`record`'s section; `stem` is its file's name without `.json`
     (default: the benchmark's name), which differs when a run was kept
@@ -720,6 +761,8 @@ def render(record, stem=None):
     elif (record["benchmark"].startswith("image_transformer_mnist")
           and "test_nll" in first):
         lines += _image_transformer(record)
+    elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:
+        lines += _quantization(record)
     elif record["benchmark"].startswith("attention_variants"):
         lines += _variants(record)
     elif "concurrency" in first and "model" in first:

@@ -9,11 +9,13 @@ import sys
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 from tests.trained_translators import trained_translator
 
 
-def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory):
+def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory,
+                                       monkeypatch):
     directory = trained_translator(tmp_path_factory, "sinusoidal")
     stdout, record = run_benchmark(
         "quantization.py", tmp_path / "results", "--model-dir",
@@ -35,6 +37,17 @@ def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory):
     assert set(summary["targets"]) == {"bleu_within_0.5",
                                        "size_at_most_0.3x", "not_slower"}
     assert "int8 targets" in stdout
+    # The page's table (benchmarks/summary.py): a row per variant, the
+    # ratios and the targets as computed.
+    text = "\n".join(load_script("summary", monkeypatch).render(record))
+    assert (f"| `int8` | {rows['int8']['bleu_greedy']:.2f} | "
+            f"{rows['int8']['bleu_beam']:.2f} | ") in text
+    assert f"{summary['int8']['size_over_float32']:.2f}×" in text
+    assert "| variant | 1 client: p50 / p99 ms, requests/s | 2 clients" in text
+    verdicts = "; ".join(f"{name.replace('_', ' ')}: "
+                         f"{'yes' if met else 'no'}"
+                         for name, met in summary["targets"].items())
+    assert f"int8's targets (computed): {verdicts}." in text
 
 
 @pytest.mark.parametrize("arguments, message", [
