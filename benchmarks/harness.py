@@ -312,7 +312,8 @@ def variant_seed_runs(script, given, args, flags, train, also_strip=()):
     in its own process of `script` pinned to a core (`run_pinned`), given
     the command line `given` less its variants, seeds, results and
     `also_strip` options (`flags`: those without a value); else one after
-    another, `train(variant, seed)`. Returns their rows."""
+    another, `train(variant, seed)`. Returns their rows. With a shared
+    `args.deadline` (a `time.time()`), no run is begun after it."""
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
     if args.parallel <= 1 or len(jobs) <= 1:
@@ -325,19 +326,21 @@ def variant_seed_runs(script, given, args, flags, train, also_strip=()):
             pathlib.Path(script).resolve(),
             [(f"{variant}_seed{seed}",
               [*common, "--variants", variant, "--seeds", str(seed)])
-             for variant, seed in jobs], args.parallel, args.logs):
+             for variant, seed in jobs], args.parallel, args.logs,
+            getattr(args, "deadline", None)):
         rows.extend(found)
     return rows
 
 
-def run_pinned(script, jobs, parallel, logs):
+def run_pinned(script, jobs, parallel, logs, deadline=None):
     """Run `jobs` (`[(name, [arguments])]`) of `script` each in a process
     of its own, `parallel` at a time, process `i` pinned to core `i` (one
     run per core trains more per second on these CPUs than one run over
     all of them). Each job writes `FOLDER/NAME.json` by `--results-dir`
     and `--results-name`, added here; its output goes to `LOGS/NAME.log`.
-    Returns each job's rows, in the order of `jobs`; a failed job stops
-    the others and exits naming its log."""
+    Returns each job's rows, in the order of `jobs` (those not begun
+    because `deadline`, a `time.time()`, had passed give none); a failed
+    job stops the others and exits naming its log."""
     folder = pathlib.Path(tempfile.mkdtemp(prefix="pinned_runs_"))
     logs = pathlib.Path(logs)
     logs.mkdir(parents=True, exist_ok=True)
@@ -345,6 +348,11 @@ def run_pinned(script, jobs, parallel, logs):
     cores = sorted(os.sched_getaffinity(0))[:max(1, parallel)]
     while waiting or running:
         for core in [core for core in cores if core not in running]:
+            if waiting and deadline is not None and time.time() >= deadline:
+                print("not started (the deadline had passed; --resume "
+                      "starts them): " + ", ".join(
+                          name for _, (name, _) in waiting), flush=True)
+                waiting = []
             if not waiting:
                 break
             number, (name, arguments) = waiting.pop(0)
@@ -370,7 +378,7 @@ def run_pinned(script, jobs, parallel, logs):
             rows[number] = json.loads(
                 (folder / f"{name}.json").read_text())["rows"]
             print(f"finished {name}", flush=True)
-    return [rows[number] for number in range(len(jobs))]
+    return [rows[number] for number in sorted(rows)]
 
 
 def strip_options(argv, options, flags=()):

@@ -1,0 +1,55 @@
+"""benchmarks/harness.py's `run_pinned`: each job in a process of its
+own, its rows back in the order of the jobs, and none begun once the
+shared deadline (`--minutes`) has passed, so a run is never started only
+to train one stray epoch after it."""
+
+import time
+
+from tests.test_benchmarks_summary import load_script
+
+# A stand-in for a benchmark: sleeps, then writes its one row where
+# run_pinned asks (--results-dir, --results-name).
+JOB = """
+import json, pathlib, sys, time
+arguments = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+time.sleep(float(arguments["--sleep"]))
+folder = pathlib.Path(arguments["--results-dir"])
+(folder / (arguments["--results-name"] + ".json")).write_text(
+    json.dumps({"rows": [{"job": arguments["--results-name"]}]}))
+"""
+
+
+def _jobs(names, sleep):
+    return [(name, ["--sleep", str(sleep)]) for name in names]
+
+
+def test_every_job_gives_its_rows_in_order(tmp_path, monkeypatch):
+    harness = load_script("harness", monkeypatch)
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    found = harness.run_pinned(script, _jobs(["a", "b", "c"], 0), 2,
+                               tmp_path / "logs")
+    assert found == [[{"job": "a"}], [{"job": "b"}], [{"job": "c"}]]
+    assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
+        "a.log", "b.log", "c.log"]
+
+
+def test_no_job_begins_after_the_deadline(tmp_path, monkeypatch, capsys):
+    harness = load_script("harness", monkeypatch)
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    # Passed before the call: nothing runs.
+    assert harness.run_pinned(script, _jobs(["a", "b"], 0), 2,
+                              tmp_path / "logs", deadline=1.0) == []
+    assert "not started" in capsys.readouterr().out
+    # One core: "a" begins before the deadline and finishes after it, so
+    # "b", still waiting then, is never begun.
+    started = time.time()
+    found = harness.run_pinned(script, _jobs(["a", "b"], 3), 1,
+                               tmp_path / "logs2", deadline=started + 1.5)
+    assert found == [[{"job": "a"}]]
+    out = capsys.readouterr().out
+    assert "started a on core" in out and "started b" not in out
+    assert "not started (the deadline had passed; --resume starts them): b" \
+        in out
+    assert time.time() - started < 30
