@@ -470,10 +470,10 @@ LATE_EPOCHS = 5
 def late_gain(curve, window=LATE_EPOCHS):
     """How much validation BLEU the last `window` epochs of `curve` added
     to the best before them (<= 0: it had stopped rising); None for a
-    curve of `window` epochs or fewer."""
-    if len(curve) <= window:
-        return None
-    return round(max(curve[-window:]) - max(curve[:-window]), 2)
+    curve of `window` epochs or fewer (`harness.late_gain`)."""
+    import harness
+
+    return harness.late_gain(curve, window)
 
 
 def summary(rows, beam_size=3):

@@ -475,3 +475,15 @@ class Checkpoint:
             stored = np.load(self.directory / "best.npz")
             best = [stored[f"arr_{i}"] for i in range(len(stored.files))]
         return state, best
+
+
+def late_gain(curve, window, lower_is_better=False):
+    """How much the last `window` epochs of validation `curve` improved
+    on the best before them, rounded to 2 places (<= 0: it had stopped
+    improving; with `lower_is_better`, as for a loss, a fall counts as
+    the gain); None for a curve of `window` epochs or fewer."""
+    if len(curve) <= window:
+        return None
+    if lower_is_better:
+        return round(min(curve[:-window]) - min(curve[-window:]), 2)
+    return round(max(curve[-window:]) - max(curve[:-window]), 2)

@@ -38,8 +38,12 @@ shared): TensorFlow trained 1.2x faster than JAX with local attention
 3.3), so TensorFlow is the default; `--backend jax` or `$KERAS_BACKEND`
 picks another. Counted in CPU seconds, TensorFlow trains 57-74 digits/s
 local and 30 full on a core: about 100-120 s for an epoch of the 7,000
-training digits with local attention, 230 s with full, so the default 5
-epochs take a run of local attention 9-11 minutes on a free core.
+training digits with local attention, 230 s with full, so the default 15
+epochs take a run of local attention about 25-30 minutes on a free core
+and one of full attention about an hour: longer than a session for the
+six runs, so `--checkpoint-dir` saves each run after every epoch,
+`--minutes` stops them all by a shared deadline and `--resume` goes on
+where each stopped.
 
 Run: `python benchmarks/image_transformer_mnist.py [--variants
 local_2d,full] [--seeds 0,1,2] [--epochs E] [--parallel 2]`.
@@ -92,7 +96,7 @@ def parser():
     p.add_argument("--backend", default=None, choices=BACKENDS,
                    help=f"Keras backend (default: $KERAS_BACKEND, else "
                         f"{DEFAULT_BACKEND}, the faster here)")
-    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=2e-3)
     p.add_argument("--warmup", type=int, default=200,
@@ -378,7 +382,8 @@ def train_run(variant, seed, args, data):
         "seconds_per_epoch": round(statistics.median(epoch_seconds), 1),
         "epoch_seconds": [round(s, 1) for s in epoch_seconds],
         "train_cpu_seconds": round(cpu_seconds, 1),
-        "examples_per_second": round(count * args.epochs / seconds, 1),
+        "examples_per_second": round(count * len(epoch_seconds) / seconds,
+                                     1),
         "parameters": int(model.count_params()),
         "validation_curve": history,
         "backend": keras.backend.backend(),
@@ -393,14 +398,48 @@ def train_run(variant, seed, args, data):
     return row
 
 
+LATE_EPOCHS = 5
+"""The last epochs whose validation gain says whether a run had stopped
+improving (`late_gain`)."""
+
+
+def late_gain(curve, window=LATE_EPOCHS):
+    """How many nats the last `window` epochs of validation NLL `curve`
+    fell below the best before them (<= 0: it had stopped improving);
+    None for a curve of `window` epochs or fewer."""
+    import harness
+
+    return harness.late_gain(curve, window, lower_is_better=True)
+
+
+def comparison(found):
+    """Local against full attention from `summary`'s `found`: the mean
+    test NLL of full less local's (`difference`, > 0: local lower), the
+    larger of the two spreads over seeds, and the outcome: "local lower"
+    or "full lower" where the difference exceeds that spread, else "tie";
+    None without both variants on two seeds or more."""
+    if not {"local_2d", "full"} <= set(found) or min(
+            found[v]["seeds"] for v in ("local_2d", "full")) < 2:
+        return None
+    local, full = found["local_2d"], found["full"]
+    difference = full["test_nll_mean"] - local["test_nll_mean"]
+    spread = max(local["test_nll_std"], full["test_nll_std"])
+    outcome = ("tie" if abs(difference) <= spread else
+               "local lower" if difference > 0 else "full lower")
+    return {"difference": round(difference, 2), "spread": round(spread, 2),
+            "outcome": outcome}
+
+
 def summary(rows):
     """Per variant: mean and spread (sample standard deviation) of the
-    test NLL over seeds, and the mean time per epoch."""
+    test NLL over seeds, the mean time per epoch, and (runs of more than
+    `LATE_EPOCHS` epochs) the largest `late_gain` of its seeds."""
     out = {}
     rows = [row for row in rows if row.get("finished", True)]
     for variant in dict.fromkeys(row["variant"] for row in rows):
         mine = [row for row in rows if row["variant"] == variant]
         values = [row["test_nll"] for row in mine]
+        gains = [late_gain(row["validation_curve"]) for row in mine]
         out[variant] = {
             "label": LABELS[variant],
             "seeds": len(values),
@@ -411,7 +450,11 @@ def summary(rows):
                 row["seconds_per_epoch"] for row in mine),
             "examples_per_second_mean": statistics.fmean(
                 row["examples_per_second"] for row in mine),
+            "best_epochs": [row["best_epoch"] for row in mine],
         }
+        if None not in gains:
+            out[variant].update(late_gain_max=max(gains),
+                                late_epochs=LATE_EPOCHS)
     return out
 
 
@@ -468,13 +511,22 @@ def main(argv=None):
     for figures in summary(all_rows).values():
         print(f"{figures['label']}: {figures['test_nll_mean']:.2f} ± "
               f"{figures['test_nll_std']:.2f} nats over {figures['seeds']} "
-              f"seed(s), {figures['seconds_per_epoch_mean']:.0f} s/epoch")
+              f"seed(s), {figures['seconds_per_epoch_mean']:.0f} s/epoch"
+              + (f"; the last {LATE_EPOCHS} epochs lowered validation NLL "
+                 f"by at most {figures['late_gain_max']:.2f}"
+                 if "late_gain_max" in figures else ""))
+    found = comparison(summary(all_rows))
+    if found:
+        print(f"local against full: full's mean less local's "
+              f"{found['difference']:+.2f} nats, spread {found['spread']:.2f}"
+              f": {found['outcome']}")
     print("van den Oord et al. 2016 (" + PAPER_DATA + "): " + "; ".join(
         f"{label} {value:.2f}" for label, value in PAPER))
     harness.write_results(
         name, all_rows, directory=args.results_dir,
         commands=commands + [harness.command_line()],
         summary=summary(all_rows),
+        comparison=comparison(summary(all_rows)),
         paper={"source": "van den Oord et al. 2016, Pixel Recurrent Neural "
                          "Networks, Table 4 (binarized MNIST, test NLL, "
                          "nats)",

@@ -625,6 +625,25 @@ def _image_transformer(record):
                          f"— | {row['test_nll']:.2f} | — | — | — |")
         lines += ["", f"\\* {paper['source']}; on the {paper['data']}: "
                   "beside ours, not comparable."]
+    found = record.get("comparison")
+    if found:
+        lines += ["", "Local against full attention: full's mean test NLL "
+                  f"less local's is {found['difference']:+.2f} nats, the "
+                  f"larger spread over seeds {found['spread']:.2f}: "
+                  + {"tie": "a tie (the difference within the spread).",
+                     "local lower": "local attention lower beyond the "
+                                    "spread.",
+                     "full lower": "full attention lower beyond the "
+                                   "spread."}[found["outcome"]]]
+    stopping = [f"`{variant}` by at most {line['late_gain_max']:.2f} nats "
+                f"in its last {line['late_epochs']} epochs (best epochs "
+                + ", ".join(map(str, line["best_epochs"])) + ")"
+                for variant, line in summary.items()
+                if "late_gain_max" in line]
+    if stopping:
+        lines += ["", "How far from stopping: validation NLL fell below "
+                  "the best of the epochs before " + "; ".join(stopping)
+                  + "."]
     if {"local_2d", "full"} <= set(summary):
         ratio = (summary["full"]["seconds_per_epoch_mean"]
                  / summary["local_2d"]["seconds_per_epoch_mean"])
@@ -634,13 +653,20 @@ def _image_transformer(record):
               "NLL (epoch) | epochs | training min | s/epoch | examples/s "
               "| weights |", "|---|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
+        done = len(row.get("validation_curve", ())) or row["epochs"]
         lines.append(
             f"| `{row['variant']}` | {row['seed']} | {row['backend']} | "
             f"{row['test_nll']:.2f} | {row['validation_nll']:.2f} "
-            f"({row['best_epoch']}) | {row['epochs']} | "
-            f"{row['train_seconds'] / 60:.1f} | "
+            f"({row['best_epoch']}) | "
+            + (f"{row['epochs']}" if row.get("finished", True) else
+               f"{done} of {row['epochs']}, unfinished †")
+            + f" | {row['train_seconds'] / 60:.1f} | "
             f"{row['seconds_per_epoch']:,.0f} | "
             f"{row['examples_per_second']:,.1f} | {row['parameters']:,} |")
+    if not all(row.get("finished", True) for row in rows):
+        lines += ["", "† Stopped by `--minutes` before its last epoch and "
+                  "tested at its best epoch so far; `--resume` goes on "
+                  "from its checkpoint. The summary above leaves it out."]
     data = record.get("data", {})
     if data:
         lines += ["", f"Data: {data.get('source', '')}; digits "

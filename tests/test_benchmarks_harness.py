@@ -53,3 +53,13 @@ def test_no_job_begins_after_the_deadline(tmp_path, monkeypatch, capsys):
     assert "not started (the deadline had passed; --resume starts them): b" \
         in out
     assert time.time() - started < 30
+
+
+def test_late_gain_counts_a_fall_for_a_loss(monkeypatch):
+    late_gain = load_script("harness", monkeypatch).late_gain
+    # A loss: the last two epochs fell 0.6 below the best before (3).
+    assert late_gain([5, 4, 3, 2.5, 2.4], 2, lower_is_better=True) == 0.6
+    assert late_gain([5, 4, 3, 2.5, 2.4], 2) == -2.5  # read as a score
+    assert late_gain([1, 2, 3, 2.5, 2.4], 2) == -0.5
+    assert late_gain([1, 2, 3, 2.5, 2.4], 2, lower_is_better=True) == -1.4
+    assert late_gain([1, 2], 2) is None

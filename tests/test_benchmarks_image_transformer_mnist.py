@@ -60,6 +60,9 @@ def test_tiny_run_on_both_backends_writes_rows_baselines_and_paper(
     # The same sizes: only the attention differs.
     assert len({row["parameters"] for row in rows}) == 1
     summary = record["summary"]
+    assert record["comparison"]["outcome"] in ("tie", "local lower",
+                                               "full lower")
+    assert "late_gain_max" not in summary["full"]  # 2 epochs: none before
     assert summary["full"]["test_nll_mean"] == pytest.approx(
         np.mean([row["test_nll"] for row in rows[2:]]))
     assert summary["full"]["test_nll_std"] == pytest.approx(
@@ -165,3 +168,63 @@ def test_mistakes_are_one_line(arguments, message, tmp_path):
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _row(variant, seed, test_nll, curve):
+    return {"variant": variant, "label": variant, "seed": seed,
+            "test_nll": test_nll, "validation_nll": min(curve),
+            "best_epoch": curve.index(min(curve)) + 1, "epochs": len(curve),
+            "train_seconds": 60.0 * len(curve), "seconds_per_epoch": 60.0,
+            "examples_per_second": 100.0, "parameters": 1000,
+            "validation_curve": curve, "backend": "tensorflow", "cpu": "x",
+            "finished": True}
+
+
+def test_local_and_full_are_told_apart_only_beyond_the_spread(monkeypatch):
+    """`comparison`: full's mean test NLL less local's, against the larger
+    spread over seeds; a tie within it, a side only beyond it; and the
+    late gain: how much the last epochs lowered validation NLL."""
+    script = load_script("image_transformer_mnist", monkeypatch)
+    script.LABELS.update(local_2d="local", full="full")
+    curve = [130.0, 110.0, 104.0, 103.0, 102.5, 102.6, 102.4, 102.45]
+    assert script.late_gain(curve) == pytest.approx(1.6)  # 104.0 - 102.4
+    assert script.late_gain([110, 100, 101, 102, 103, 104, 105]) == -1.0
+    assert script.late_gain(curve[:5]) is None  # no epoch before the five
+
+    def rows(local, full):
+        return ([_row("local_2d", s, v, curve) for s, v in enumerate(local)]
+                + [_row("full", s, v, curve) for s, v in enumerate(full)])
+
+    tie = script.comparison(script.summary(rows([100, 102, 104],
+                                                [101, 105, 103])))
+    assert tie == {"difference": 1.0, "spread": 2.0, "outcome": "tie"}
+    apart = script.comparison(script.summary(rows([100, 101, 102],
+                                                  [105, 106, 107])))
+    assert apart["outcome"] == "local lower" and apart["difference"] == 5.0
+    assert script.comparison(script.summary(
+        rows([110, 111, 112], [100, 101, 102])))["outcome"] == "full lower"
+    assert script.comparison(script.summary(rows([100], [101]))) is None
+    found = script.summary(rows([100, 101, 102], [105, 106, 107]))
+    assert found["full"]["late_gain_max"] == pytest.approx(1.6)
+    assert found["full"]["best_epochs"] == [7, 7, 7]
+    record = {"benchmark": "image_transformer_mnist", "command": "c",
+              "when": "w", "machine": {"backend": "tensorflow", "cpu": "x",
+                                       "device": "cpu", "cores": 2,
+                                       "cpu_flags": [], "keras": "3"},
+              "rows": rows([100, 101, 102], [105, 106, 107]),
+              "summary": found, "comparison": apart}
+    page = "\n".join(load_script("summary", monkeypatch).render(record))
+    assert ("full's mean test NLL less local's is +5.00 nats, the larger "
+            "spread over seeds 1.00: local attention lower beyond the "
+            "spread.") in page
+    assert ("`local_2d` by at most 1.60 nats in its last 5 epochs (best "
+            "epochs 7, 7, 7)") in page
+    # A run stopped by --minutes: its epochs so far, marked, and left out
+    # of the summary.
+    cut = _row("full", 3, 120.0, curve[:4])
+    cut.update(epochs=15, finished=False)
+    record["rows"].append(cut)
+    page = "\n".join(load_script("summary", monkeypatch).render(record))
+    assert "| `full` | 3 | tensorflow | 120.00 | 103.00 (4) | 4 of 15, " \
+           "unfinished † |" in page
+    assert "† Stopped by `--minutes` before its last epoch" in page
