@@ -228,3 +228,52 @@ def test_local_and_full_are_told_apart_only_beyond_the_spread(monkeypatch):
     assert "| `full` | 3 | tensorflow | 120.00 | 103.00 (4) | 4 of 15, " \
            "unfinished † |" in page
     assert "† Stopped by `--minutes` before its last epoch" in page
+
+
+def test_the_page_states_the_results_files_figures(monkeypatch):
+    """docs/models/image-transformer.md states the committed runs'
+    figures: each finished variant's mean and spread, seed by seed, the
+    verdict of `comparison` (a tie, or a side beyond the spread), how far
+    from stopping the runs were, and the epochs of the unfinished ones."""
+    import json
+
+    script = load_script("image_transformer_mnist", monkeypatch)
+    page = " ".join((BENCHMARKS.parent / "docs" / "models"
+                     / "image-transformer.md").read_text().split())
+
+    def load(name):
+        return json.loads((BENCHMARKS / "results" / f"{name}.json"
+                           ).read_text())
+
+    def stated(line):
+        return f"{line['test_nll_mean']:.2f} ± {line['test_nll_std']:.2f}"
+
+    verdicts = {"tie": "**A tie", "local lower": "**Local attention lower",
+                "full lower": "**Full attention lower"}
+    for name in ("image_transformer_mnist_5_epochs",
+                 "image_transformer_mnist"):
+        record = load(name)
+        found = script.summary(record["rows"])
+        for variant, line in found.items():  # the file's, not edited
+            assert line["test_nll_mean"] == pytest.approx(
+                record["summary"][variant]["test_nll_mean"])
+        for line in found.values():
+            assert stated(line) in page, (name, stated(line))
+        for variant in found:
+            seeds = ", ".join(f"{row['test_nll']:.2f}" for row in
+                              record["rows"] if row["variant"] == variant)
+            assert seeds in page, (name, seeds)
+        outcome = script.comparison(found)
+        if outcome is not None:
+            assert verdicts[outcome["outcome"]] in page, name
+    record = load("image_transformer_mnist")
+    assert record["settings"]["query_block"] == [4, 7]
+    finished = [row for row in record["rows"] if row["finished"]]
+    last = max(row["validation_curve"][-2] - row["validation_curve"][-1]
+               for row in finished)
+    assert f"at most {last:.2f} nats" in page
+    for row in record["rows"]:
+        if not row["finished"]:
+            assert (f"seed {row['seed']} after "
+                    f"{len(row['validation_curve'])} of {row['epochs']}"
+                    ) in page, row["seed"]
