@@ -641,9 +641,9 @@ def _image_transformer(record):
                 for variant, line in summary.items()
                 if "late_gain_max" in line]
     if stopping:
-        lines += ["", "How far from stopping: validation NLL fell below "
-                  "the best of the epochs before " + "; ".join(stopping)
-                  + "."]
+        lines += ["", "How far from stopping, by how much validation NLL "
+                  "fell in each variant's last epochs below its best "
+                  "before them: " + "; ".join(stopping) + "."]
     if {"local_2d", "full"} <= set(summary):
         ratio = (summary["full"]["seconds_per_epoch_mean"]
                  / summary["local_2d"]["seconds_per_epoch_mean"])
