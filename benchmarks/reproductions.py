@@ -311,7 +311,8 @@ def machine_of(record, name):
 
 def scoreboard(results_dir=RESULTS):
     """Every claim of the results files in `results_dir` (smoke runs,
-    `NAME_quick.json`, left out), grouped by system (in name order), each
+    `NAME_quick.json`, and earlier runs kept beside the newer one, whose
+    record names it in `superseded_by`, left out), grouped by system (in name order), each
     a dict: the claim's keys and `system`, `number` (its row, from 1),
     `file` ("results/NAME.json"), `machine` and `date`."""
     rows = []
@@ -324,7 +325,7 @@ def scoreboard(results_dir=RESULTS):
         except json.JSONDecodeError as error:
             raise ValueError(f"{name}: not JSON ({error})") from error
         claims = claims_of(record, name)
-        if not claims:
+        if not claims or record.get("superseded_by"):
             continue
         if "when" not in record:
             raise ValueError(f"{name}: no 'when'")

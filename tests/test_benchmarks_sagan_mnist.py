@@ -4,6 +4,7 @@ block's γ and where it looks, prints the floor and ceiling computed by
 the committed code, caches the judge's classifier for the next command
 (which `--append`s its rows), and says each mistake in one line."""
 
+import json
 import subprocess
 import sys
 
@@ -154,3 +155,136 @@ def test_parallel_jobs_keep_every_option_but_their_own(monkeypatch):
                                          "--parallel", "--append"},
                                  {"--append"}) == [
         "--epochs", "3", "--dataset", "fashion"]
+
+
+def test_the_page_states_the_results_files_figures(monkeypatch):
+    """docs/models/sagan.md states the committed runs' figures, under the
+    results marker: each variant's median, mean and spread as `summary`
+    computes them, the verdict of `block_verdict` (U, p, the gains against
+    the spread), the Reproductions page's word, the best and worst runs,
+    the runs whose earlier generator was chosen, the blocks' γ at the end,
+    where the generator's block looks, and the distances with no GAN; and
+    above the marker, how the runs were made."""
+    record = json.loads((BENCHMARKS / "results" / "sagan_mnist.json"
+                         ).read_text())
+    sagan = load_script("sagan_mnist", monkeypatch)
+    marker = "<!-- results sagan_mnist -->"
+    raw = (BENCHMARKS.parent / "docs" / "models" / "sagan.md").read_text()
+    assert marker in raw
+    before, after = raw.split(marker, 1)
+    run = " ".join(before.strip().split("\n\n")[-1].split())
+    section = " ".join(after.split("\n\nThe learning test", 1)[0].split())
+    rows = record["rows"]
+    found = sagan.summary(rows)
+    for variant in ("plain", "attention"):  # the file's, not edited
+        for key in ("seeds", "mean", "std", "median"):
+            assert found[variant][key] == pytest.approx(
+                record["summary"][variant][key]), (variant, key)
+    verdict = found["verdict"]
+    for key, value in record["summary"]["verdict"].items():
+        assert verdict[key] == pytest.approx(value), key
+    plain, attention = found["plain"], found["attention"]
+
+    def stated(line):
+        return f"{line['mean']:.2f} ± {line['std']:.2f}"
+
+    headline = "Reproduced" if verdict["block_helps"] else "Not reproduced"
+    for figure in (
+            f"**{headline} at p < {verdict['level']:g}.**",
+            f"median {attention['median']:.2f} against "
+            f"{plain['median']:.2f} without",
+            f"mean {stated(attention)} against {stated(plain)}",
+            f"Mann–Whitney U = {verdict['mann_whitney_u']:g} of "
+            f"{plain['seeds'] * attention['seeds']}",
+            f"one-sided p = {verdict['p_value']:.3f}",
+            "The gain in the mean is "
+            f"{verdict['gain'] / verdict['spread']:.2f} of the larger spread"
+            f" ({verdict['gain']:.2f} against "
+            f"{verdict['spread']:.2f}), in the median "
+            f"{verdict['median_gain'] / verdict['spread']:.2f} of it"):
+        assert figure in section, figure
+    claims = sagan.claims(rows, record["command"], record["data"]["sizes"])
+    assert claims == record["claims"]
+    assert (f'The Reproductions page reads "{claims[0]["reproduced"]}"'
+            in section)
+    ranked = sorted(rows, key=lambda row: row["frechet_distance"])
+    assert [row["variant"] for row in ranked[:2]] == ["attention"] * 2
+    assert [row["variant"] for row in ranked[-2:]] == ["plain"] * 2
+    best, worst = ranked[:2], ranked[:-3:-1]
+    assert ("The two best runs have the block ("
+            + " and ".join(f"{row['frechet_distance']:.1f}" for row in best)
+            + ") and the two worst have none ("
+            + " and ".join(f"{row['frechet_distance']:.1f}" for row in worst)
+            + "); between them the variants interleave") in section
+    between = [row["variant"] for row in ranked[2:-2]]
+    assert sum(a != b for a, b in zip(between, between[1:])) > 1
+    paper = dict(record["paper"]["rows"])
+    assert "128x128" in record["paper"]["source"]
+    assert (f"paper's gain ({paper['no attention']:.2f} to "
+            f"{paper['SAGAN, feat32']:.2f}) is on 128×128 images") in section
+    assert record["data"]["dataset"] == "mnist"
+    assert claims[0]["data"].startswith("28x28 ")
+    assert "more seeds at 28×28" in section
+    assert "14x14" in sagan.LABELS["attention"]
+    assert "On 28×28 digits" in section and "convolutions at 14×14" in section
+
+    # Selection: the validation distance's generator, not the last one's.
+    assert {row["selection"] for row in rows} == {"best"}
+    earlier = sorted({row["selected_epoch"] for row in rows
+                      if row["selected_epoch"] < row["epochs"]})
+    count = sum(row["selected_epoch"] < row["epochs"] for row in rows)
+    epochs = (", ".join(map(str, earlier[:-1])) + " or "
+              if len(earlier) > 1 else "") + str(earlier[-1])
+    assert (f"than the last in {count} of the {len(rows)} runs (epoch "
+            f"{epochs})") in section
+
+    # γ at the end: away from 0 in every run, D's further than G's.
+    blocks = [row for row in rows if row["variant"] == "attention"]
+    ends = [row["gamma_curve"][-1] for row in blocks]
+    assert all(end[0] == row["epochs"] for end, row in zip(ends, blocks))
+    assert all(end[1] != 0 and end[2] != 0 for end in ends)
+    assert "it leaves 0 in every run" in section
+    made = [abs(end[1]) for end in ends]
+    judged = [abs(end[2]) for end in ends]
+    assert min(judged) > max(made)
+    assert (f"(|γ_D| {min(judged):.2f}–{max(judged):.2f} at the end, "
+            f"|γ_G| {min(made):.2f}–{max(made):.2f})") in section
+
+    # Where the generator's block looks.
+    looked = [row["attention"]["generator"] for row in blocks]
+    distance = [line["distance_px"] for line in looked]
+    even = {f"{line['uniform_distance_px']:.1f}" for line in looked}
+    assert len(even) == 1
+    assert (f"attends keys {min(distance):.1f}–{max(distance):.1f} pixels "
+            f"from the query on average, against {even.pop()} for "
+            f"attention spread evenly") in section
+    ratio = [line["on_ink"] / line["ink_share"] for line in looked]
+    on_ink = [line["on_ink"] for line in looked]
+    share = [line["ink_share"] for line in looked]
+    assert (f"weights inked keys {min(ratio):.1f}–{max(ratio):.1f} times "
+            f"their share ({min(on_ink):.2f}–{max(on_ink):.2f} of the "
+            f"attention on {100 * min(share):.0f}–{max(share):.0%} of the "
+            f"keys)") in section
+
+    references = record["references"]
+    assert (f"the distance is {references['floor_train_vs_test']:.2f} "
+            "(training images against the test images, the floor) and "
+            f"{references['ceiling_pixel_noise_vs_test']:.1f} (per-pixel "
+            "Gaussian noise, the ceiling)") in section
+
+    # Above the marker: the machine, the command, the date, the time.
+    machine = record["machine"]
+    assert "Xeon" in machine["cpu"] and machine["backend"] == "tensorflow"
+    assert {"avx512_bf16", "amx_bf16"} <= set(machine["cpu_flags"])
+    (trained,) = {row["epochs"] for row in rows}
+    assert (f"Measured on an Intel Xeon ({machine['cores']} cores, "
+            f"AVX512-BF16 and AMX; `lscpu`), TensorFlow, {trained} epochs"
+            ) in run
+    assert record["commands"] == [record["command"]]
+    assert f"`python benchmarks/{record['command']}`" in run
+    assert "--parallel 2 " in record["command"] and "two at a time" in run
+    assert all(row["seconds_per_epoch"] > row["cpu_seconds_per_epoch"]
+               for row in rows)
+    assert f"`, {record['when'][:10]}, about " in run
+    minutes = sum(row["train_seconds"] for row in rows) / 2 / 60
+    assert f"about {round(minutes, -1):.0f} minutes" in run
