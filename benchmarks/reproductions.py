@@ -312,9 +312,10 @@ def machine_of(record, name):
 def scoreboard(results_dir=RESULTS):
     """Every claim of the results files in `results_dir` (smoke runs,
     `NAME_quick.json`, and earlier runs kept beside the newer one, whose
-    record names it in `superseded_by`, left out), grouped by system (in name order), each
-    a dict: the claim's keys and `system`, `number` (its row, from 1),
-    `file` ("results/NAME.json"), `machine` and `date`."""
+    record names it in `superseded_by`, left out), grouped by system (in
+    name order), each a dict: the claim's keys and `system`, `number`
+    (its row, from 1), `file` ("results/NAME.json"), `machine` and
+    `date`."""
     rows = []
     for path in sorted(pathlib.Path(results_dir).glob("*.json")):
         if path.stem.endswith("_quick"):
