@@ -412,22 +412,23 @@ def late_gain(curve, window=LATE_EPOCHS):
     return harness.late_gain(curve, window, lower_is_better=True)
 
 
-def comparison(found):
-    """Local against full attention from `summary`'s `found`: the mean
-    test NLL of full less local's (`difference`, > 0: local lower), the
-    larger of the two spreads over seeds, and the outcome: "local lower"
-    or "full lower" where the difference exceeds that spread, else "tie";
-    None without both variants on two seeds or more."""
+def comparison(found, metric="test_nll", digits=2):
+    """Local against full attention from a summary's `found` (per
+    variant, `METRIC_mean`, `METRIC_std` and `seeds`): the mean of full
+    less local's (`difference`, > 0: local lower), the larger of the two
+    spreads over seeds, and the outcome: "local lower" or "full lower"
+    where the difference exceeds that spread, else "tie"; None without
+    both variants on two seeds or more. Rounded to `digits` decimals."""
     if not {"local_2d", "full"} <= set(found) or min(
             found[v]["seeds"] for v in ("local_2d", "full")) < 2:
         return None
     local, full = found["local_2d"], found["full"]
-    difference = full["test_nll_mean"] - local["test_nll_mean"]
-    spread = max(local["test_nll_std"], full["test_nll_std"])
+    difference = full[f"{metric}_mean"] - local[f"{metric}_mean"]
+    spread = max(local[f"{metric}_std"], full[f"{metric}_std"])
     outcome = ("tie" if abs(difference) <= spread else
                "local lower" if difference > 0 else "full lower")
-    return {"difference": round(difference, 2), "spread": round(spread, 2),
-            "outcome": outcome}
+    return {"difference": round(difference, digits),
+            "spread": round(spread, digits), "outcome": outcome}
 
 
 def summary(rows):

@@ -677,6 +677,54 @@ def _image_transformer(record):
     return lines
 
 
+def _image_transformer_digits(record):
+    """The Image Transformer example over seeds on 8x8 digits
+    (benchmarks/image_transformer_digits.py): each model's mean held-out
+    bits/dim and spread, local against full, then every run."""
+    lines = []
+    if len(record.get("commands", [])) > 1:
+        lines += ["The rows come from " + ", then ".join(
+            f"`{command}`" for command in record["commands"]) + ".", ""]
+    lines += ["| model | seeds | held-out bits/dim (mean) | spread (s.d.) "
+              "| training s |", "|---|---|---|---|---|"]
+    for variant, line in record.get("summary", {}).items():
+        seconds = line.get("train_seconds_mean")
+        lines.append(
+            f"| {line['label']} (`{variant}`) | {line['seeds']} | "
+            f"**{line['test_bits_per_dim_mean']:.3f}** | "
+            + (f"±{line['test_bits_per_dim_std']:.3f}" if line["seeds"] > 1
+               else "—")
+            + f" | {'—' if seconds is None else f'{seconds:.0f}'} |")
+    found = record.get("comparison")
+    if found:
+        lines += ["", "Local against full attention: full's mean less "
+                  f"local's is {found['difference']:+.3f} bits/dim, the "
+                  f"larger spread over seeds {found['spread']:.3f}: "
+                  + {"tie": "a tie (the difference within the spread).",
+                     "local lower": "local attention lower beyond the "
+                                    "spread.",
+                     "full lower": "full attention lower beyond the "
+                                   "spread."}[found["outcome"]]]
+    lines += ["", "| model | seed | held-out bits/dim | training bits/dim "
+              "| epochs | training s | cached = uncached samples |",
+              "|---|---|---|---|---|---|---|"]
+    for row in record["rows"]:
+        trained = "train_seconds" in row
+        lines.append(
+            f"| `{row['variant']}` | {row['seed']} | "
+            f"{row['test_bits_per_dim']:.3f} | "
+            + (f"{row['train_bits_per_dim']:.3f} | {row['epochs']} | "
+               f"{row['train_seconds']:.0f} | "
+               f"{'yes' if row['cached_equals_uncached'] else 'NO'} |"
+               if trained else "— | — | — | — |"))
+    data = record.get("data", {})
+    if data:
+        lines += ["", f"Data: {data.get('source', '')}; "
+                  f"{data.get('train')} training digits, the last "
+                  f"{data.get('test')} held out."]
+    return lines
+
+
 def _mean_or_dash(values):
     """The mean of the values that are numbers (not None or NaN), or —
     (a bAbI task with no sentence of that kind)."""
@@ -784,6 +832,9 @@ def render(record, stem=None):
         lines += _captioner(record)
     elif record["benchmark"].startswith("sagan") and "frechet_distance" in first:
         lines += _sagan(record)
+    elif (record["benchmark"].startswith("image_transformer_digits")
+          and "test_bits_per_dim" in first):
+        lines += _image_transformer_digits(record)
     elif (record["benchmark"].startswith("image_transformer_mnist")
           and "test_nll" in first):
         lines += _image_transformer(record)

@@ -1,0 +1,146 @@
+"""The Image Transformer example's figures, measured over seeds: held-out
+bits per pixel of local 2-D and full attention on scikit-learn's 8x8
+digits, beside independent pixels (the rule with no weights).
+
+Each seed runs `examples/image_transformer_digits.py` at its defaults
+(1,500 training digits, the last 297 held out, 17 intensity levels as
+tokens, 2 layers, d=64, 30 epochs, Adam 2e-3) and keeps what it returns:
+no second copy of the model or its training. The rows are one per model
+and seed; the summary the mean and spread (sample standard deviation)
+of each; `comparison` judges local against full as the 28x28 benchmark
+does (`image_transformer_mnist.comparison`: a side is ahead only beyond
+the larger spread, else the two tie). No paper row: the Image
+Transformer paper reports no figure on these digits.
+
+Run: `python benchmarks/image_transformer_digits.py [--seeds 0,1,2]
+[--epochs E] [--append]`.
+"""
+
+import argparse
+import importlib.util
+import pathlib
+import statistics
+import tempfile
+
+import harness
+from image_transformer_mnist import comparison
+
+NAME = "image_transformer_digits"
+EXAMPLE = (pathlib.Path(__file__).resolve().parents[1] / "examples"
+           / "image_transformer_digits.py")
+MODELS = {  # row variant -> the example's name of it
+    "independent": "independent",
+    "full": "full",
+    "local_2d": "local",
+}
+LABELS = {
+    "independent": "each pixel independent (counts, add-one smoothing)",
+    "full": "full causal attention",
+    "local_2d": "local 2-D attention (2x4 query blocks, 2-pixel flanges)",
+}
+
+
+def load_example():
+    spec = importlib.util.spec_from_file_location("image_transformer_digits",
+                                                  EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def seed_list(text):
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated ints >= 0, received: {text!r}")
+    return seeds
+
+
+def rows_of(results, seed, epochs):
+    """The example's `results` of one seed as one row per model."""
+    cpu = harness.machine()["cpu"]
+    rows = []
+    for variant, name in MODELS.items():
+        row = {"variant": variant, "label": LABELS[variant], "seed": seed,
+               "test_bits_per_dim": results[f"{name}_bits_per_dim"]}
+        if variant != "independent":
+            row.update(
+                train_bits_per_dim=results[f"{name}_train_bits_per_dim"],
+                epochs=epochs, train_seconds=results[f"{name}_seconds"],
+                parameters=results[f"{name}_parameters"],
+                cached_equals_uncached=results[
+                    f"{name}_cached_equals_uncached"])
+        rows.append({**row, "cpu": cpu})
+    return rows
+
+
+def summary(rows):
+    """Per model: seeds, mean and spread of the held-out bits/dim, and
+    the mean training seconds (the models with weights)."""
+    out = {}
+    for variant in dict.fromkeys(row["variant"] for row in rows):
+        mine = [row for row in rows if row["variant"] == variant]
+        values = [row["test_bits_per_dim"] for row in mine]
+        out[variant] = {
+            "label": LABELS[variant], "seeds": len(values),
+            "test_bits_per_dim_mean": statistics.fmean(values),
+            "test_bits_per_dim_std": (statistics.stdev(values)
+                                      if len(values) > 1 else 0.0)}
+        if "train_seconds" in mine[0]:
+            out[variant]["train_seconds_mean"] = statistics.fmean(
+                row["train_seconds"] for row in mine)
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    p.add_argument("--seeds", type=seed_list, default=[0, 1, 2])
+    p.add_argument("--epochs", type=int, default=30)
+    p.add_argument("--train-size", type=int, default=1500)
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's")
+    harness.add_results_arguments(p, NAME)
+    args = p.parse_args(argv)
+    if args.epochs < 1:
+        p.error(f"--epochs must be an int >= 1, received: {args.epochs}")
+    if not 1 <= args.train_size <= 1500:
+        p.error(f"--train-size must be in 1..1500, received: "
+                f"{args.train_size}")
+    name = args.results_name or NAME
+    earlier, commands = harness.earlier_results(name, args.results_dir,
+                                                args.append)
+    example = load_example()
+    rows = []
+    with tempfile.TemporaryDirectory() as folder:
+        for seed in args.seeds:
+            print(f"seed {seed}:", flush=True)
+            results = example.main([
+                "--seed", str(seed), "--epochs", str(args.epochs),
+                "--train-size", str(args.train_size),
+                "--output", str(pathlib.Path(folder) / "samples.png")])
+            rows += rows_of(results, seed, args.epochs)
+    all_rows = earlier + rows
+    found = summary(all_rows)
+    judged = comparison(found, "test_bits_per_dim", digits=3)
+    for line in found.values():
+        print(f"{line['label']}: {line['test_bits_per_dim_mean']:.3f} ± "
+              f"{line['test_bits_per_dim_std']:.3f} bits/dim over "
+              f"{line['seeds']} seed(s)")
+    if judged:
+        print(f"local against full: full's mean less local's "
+              f"{judged['difference']:+.3f} bits/dim, spread "
+              f"{judged['spread']:.3f}: {judged['outcome']}")
+    harness.write_results(
+        name, all_rows, directory=args.results_dir,
+        commands=commands + [harness.command_line()], summary=found,
+        comparison=judged,
+        data={"source": "scikit-learn's digits (8x8, 17 levels)",
+              "train": args.train_size, "test": 297})
+    return all_rows
+
+
+if __name__ == "__main__":
+    main()
