@@ -311,9 +311,10 @@ def machine_of(record, name):
 
 def scoreboard(results_dir=RESULTS):
     """Every claim of the results files in `results_dir` (smoke runs,
-    `NAME_quick.json`, and earlier runs kept beside the newer one, whose
-    record names it in `superseded_by`, left out), grouped by system (in
-    name order), each a dict: the claim's keys and `system`, `number`
+    `NAME_quick.json`, and files whose record says in `off_scoreboard`
+    why they are not the claim's source, such as an earlier run kept
+    beside the newer one, left out), grouped by system (in name order),
+    each a dict: the claim's keys and `system`, `number`
     (its row, from 1), `file` ("results/NAME.json"), `machine` and
     `date`."""
     rows = []
@@ -326,7 +327,7 @@ def scoreboard(results_dir=RESULTS):
         except json.JSONDecodeError as error:
             raise ValueError(f"{name}: not JSON ({error})") from error
         claims = claims_of(record, name)
-        if not claims or record.get("superseded_by"):
+        if not claims or record.get("off_scoreboard"):
             continue
         if "when" not in record:
             raise ValueError(f"{name}: no 'when'")

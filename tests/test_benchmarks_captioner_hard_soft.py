@@ -211,3 +211,122 @@ def test_the_pages_figures_are_the_results_files(monkeypatch):
                           "(`results/captioner_hard_soft_15_epochs.json`)")
     assert (f"**{hard15['bleu_mean']:.2f} ± {hard15['bleu_std']:.2f}**"
             in "\n".join(section))
+
+
+def test_the_30_epoch_sections_figures_are_its_results_file(monkeypatch):
+    """Every figure the page states under `<!-- results
+    captioner_hard_soft -->` (and in the paragraph introducing those rows)
+    that the 30-epoch results file holds, formatted from it: the epochs
+    and best epochs, the means, the gap and the seed-by-seed BLEU, the
+    digits named, the rule with no weights, the argmax location's greedy
+    BLEU, the estimator's variance ratios, the speed and minutes, and the
+    validation curves. The `--speed` comparison of the backends is not in
+    the file, nor are the exploratory runs above it."""
+    record = json.loads((BENCHMARKS / "results" / "captioner_hard_soft.json"
+                         ).read_text())
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" / "captioner.md"
+                     ).read_text().split())
+    script = load_script("captioner_hard_soft", monkeypatch)
+    words = {2: "two", 3: "three", 6: "six", 30: "Thirty"}
+
+    def span(values, form):
+        return f"{min(values):{form}}–{max(values):{form}}"
+
+    rows = sorted(record["rows"], key=lambda row: row["seed"])
+    runs = {variant: [row for row in rows if row["variant"] == variant]
+            for variant in ("soft", "hard")}
+    seeds = [row["seed"] for row in runs["hard"]]
+    assert seeds == [row["seed"] for row in runs["soft"]] == [0, 1, 2]
+    # The file's summary is the benchmark's over its rows.
+    assert script.summary(record["rows"],
+                          record["settings"]["beam_size"]) == record["summary"]
+    soft, hard = record["summary"]["soft"], record["summary"]["hard"]
+    settings, machine = record["settings"], record["machine"]
+
+    # The paragraph introducing the rows: the six runs one at a time, the
+    # machine, the epochs and `late_gain`'s window.
+    (epochs,) = {row["epochs"] for row in rows}
+    assert settings["parallel"] == 1  # one after another, on one core
+    assert machine["cpu"].startswith("Intel(R) Xeon(R)")
+    assert {"avx512_bf16", "amx_bf16"} <= set(machine["cpu_flags"])
+    tensorflow = ".".join(machine["tensorflow"].split(".")[:2])
+    assert (f"the {words[len(rows)]} runs one after another on one core of an "
+            f"Intel Xeon (AVX512-BF16, AMX), {machine['cores']} cores "
+            f"(`lscpu`), TensorFlow {tensorflow},") in page
+    assert (f"{words[epochs]} epochs, twice the earlier runs'" in page
+            and f"decays to zero over {epochs}," in page)
+    assert f"what its last {script.LATE_EPOCHS} epochs added" in page
+
+    # Trained until validation stopped rising.
+    for row in rows:
+        assert row["late_gain"] == script.late_gain(row["validation_curve"])
+        assert row["best_epoch"] == 1 + row["validation_curve"].index(
+            max(row["validation_curve"]))
+    best = {variant: ", ".join(str(row["best_epoch"]) for row in runs[variant])
+            for variant in runs}
+    assert (f"Trained until validation stopped rising:** {epochs} epochs "
+            f"each, the learning rate decayed to zero over them (cosine); the "
+            f"last {script.LATE_EPOCHS} epochs raised the best validation "
+            f"BLEU by at most {soft['late_gain_max']:.2f} (soft) and "
+            f"{hard['late_gain_max']:.2f} (hard) over the best before them "
+            f"(`late_gain`); best epochs {best['soft']} (soft) and "
+            f"{best['hard']} (hard).") in page
+
+    # Hard against soft: means, the gap, seed by seed, the paper's, digits.
+    gap = hard["bleu_mean"] - soft["bleu_mean"]
+    (claim,) = record["claims"]
+    assert claim["reproduced"] == script.verdict(
+        gap, max(soft["bleu_std"], hard["bleu_std"]))
+    by_seed = ", ".join(
+        f"{h['test_bleu']:.2f} against {s['test_bleu']:.2f}"
+        for h, s in zip(runs["hard"], runs["soft"]))
+    assert (f"**Hard ahead of soft: {claim['reproduced']}.** Over "
+            f"{words[hard['seeds']]} seeds, test BLEU-4 (beam "
+            f"{settings['beam_size']}) is {hard['bleu_mean']:.2f} ± "
+            f"{hard['bleu_std']:.2f} for hard attention and "
+            f"{soft['bleu_mean']:.2f} ± {soft['bleu_std']:.2f} for soft "
+            f"({gap:.2f}); seed by seed {by_seed}. Xu et al. have hard ahead "
+            f"on Flickr8k (BLEU-4 {hard['paper_bleu4']} against "
+            f"{soft['paper_bleu4']}). Digits named at their place: "
+            f"{hard['digits_mean']:.1f}% (hard) against "
+            f"{soft['digits_mean']:.1f}% (soft).") in page
+
+    # The rule with no weights.
+    rule = record["baselines"]["frequent_digits"]
+    assert (f"scores {rule['bleu']:.2f} and names {rule['digits']:.1%} of "
+            "the digits.") in page
+
+    # The hard model decoding its most likely location.
+    argmax = [row["greedy_argmax"]["bleu"] for row in runs["hard"]]
+    expected = [row["greedy"]["bleu"] for row in runs["hard"]]
+    assert (f"greedy BLEU {span(argmax, '.2f')} against "
+            f"{span(expected, '.2f')} with the expectation.") in page
+
+    # The baseline's effect on the REINFORCE gradient's variance.
+    ratio = {when: [row["variance"][when]["none"]
+                    / row["variance"][when]["baseline"]
+                    for row in runs["hard"]] for when in ("before", "after")}
+    assert (f"({settings['variance_draws']} draws on 64 training scenes, "
+            "fixed weights): before training the variance of the REINFORCE "
+            f"gradient is {span(ratio['before'], '.0f')}× larger without the "
+            f"baseline; after training, {span(ratio['after'], '.1f')}×."
+            ) in page
+
+    # Speed and minutes of training.
+    assert machine["backend"] == "tensorflow"
+    assert (f"**Speed.** {span([r['scenes_per_second'] for r in rows], '.0f')}"
+            " scenes per second per model on one core (TensorFlow); each run "
+            f"took {span([r['train_seconds'] / 60 for r in rows], '.1f')} "
+            "minutes of training.") in page
+
+    # The validation curves: the epoch each passes 90 BLEU, on every seed;
+    # hard's seed 0 until then.
+    passes = {variant: {next(epoch for epoch, bleu in enumerate(
+        row["validation_curve"], 1) if bleu > 90) for row in runs[variant]}
+        for variant in runs}
+    (soft_passes,), (hard_passes,) = passes["soft"], passes["hard"]
+    seed0 = ", ".join(f"{bleu:.1f}" for bleu in
+                      runs["hard"][0]["validation_curve"][:hard_passes])
+    assert (f"Soft attention passes 90 validation BLEU after {soft_passes} "
+            f"epochs on every seed; hard attention after {hard_passes} "
+            f"({seed0} for seed {runs['hard'][0]['seed']}).") in page

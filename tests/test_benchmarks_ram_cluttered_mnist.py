@@ -327,3 +327,202 @@ def test_the_page_and_the_readme_state_the_results_files_figures():
     best = [row["best_epoch"] for row in record["rows"]
             if row["variant"] == "ram6"]
     assert f"best epochs are {min(best)}–{max(best)} of 300" in page
+
+
+def test_the_pages_exploration_gradient_and_time_figures_are_the_results_files(
+        monkeypatch):
+    """docs/models/recurrent_attention.md's other measured figures, each
+    formatted from its results file: the 300-epoch runs' minutes, how far
+    6 and 8 glimpses are behind the told glimpse, the exploration grid's
+    minutes, error ranges and ranking (recomputed with the benchmark's
+    own `exploration`), and the gradient diagnosis's norms, saturated
+    shares and test errors."""
+    import itertools
+    from decimal import ROUND_HALF_DOWN
+    from decimal import ROUND_HALF_UP
+    from decimal import Decimal
+
+    script = load_script("ram_cluttered_mnist", monkeypatch)
+
+    def load(name):
+        return json.loads((BENCHMARKS / "results" / f"{name}.json"
+                           ).read_text())
+
+    def exact(value):
+        return value if isinstance(value, Decimal) else Decimal(repr(value))
+
+    def shown(value, places=1, scale=100):
+        """`value × scale` to `places` decimals, with thousands commas:
+        both neighbours where it lies exactly halfway (a test error counts
+        2,000 canvases, so 11.45% is a tie either rounding may show), one
+        otherwise."""
+        step = Decimal(1).scaleb(-places)
+        return sorted({format((exact(value) * scale).quantize(
+            step, rounding=rounding), ",f")
+            for rounding in (ROUND_HALF_DOWN, ROUND_HALF_UP)})
+
+    def states(template, *figures):
+        texts = [template.format(*choice)
+                 for choice in itertools.product(*figures)]
+        assert any(text in page for text in texts), " | ".join(texts)
+
+    page = " ".join((BENCHMARKS.parent / "docs" / "models"
+                     / "recurrent_attention.md").read_text().split())
+    record, told = load("ram_cluttered_mnist"), load(
+        "ram_cluttered_mnist_told")
+    grid, gradient = load("ram_cluttered_mnist_exploration"), load(
+        "ram_cluttered_mnist_gradient")
+
+    # Table 2's runs: minutes per 300-epoch run, each variant's range.
+    def minutes(rows, variant=None):
+        seconds = [exact(row["train_seconds"]) for row in rows
+                   if variant in (None, row["variant"])]
+        return shown(min(seconds) / 60, scale=1), shown(max(seconds) / 60,
+                                                        scale=1)
+
+    assert {row["epochs"] for row in record["rows"]} == {300}
+    states("Time: 300 epochs on one core took {}–{} minutes (4 glimpses), "
+           "{}–{} (6), {}–{} (8) and {}–{} (the CNN).",
+           *(span for variant in ("ram4", "ram6", "ram8", "conv")
+             for span in minutes(record["rows"], variant)))
+
+    # The told glimpse's bound against the learnt policy's sampled paths.
+    found = script.summary(record["rows"])
+    bound = script.summary(told["rows"])["oracle_glimpse"]["test_error_mean"]
+    assert bound == pytest.approx(
+        told["summary"]["oracle_glimpse"]["test_error_mean"])
+    behind = {}
+    for variant in ("ram6", "ram8"):
+        assert found[variant]["scoring"] == "sampled"
+        scored = found[variant]["scored_test_error_mean"]
+        assert scored == pytest.approx(
+            record["summary"][variant]["scored_test_error_mean"])
+        behind[variant] = shown(exact(scored) - exact(bound))
+    states("6 glimpses of the learnt policy are {} points behind it, "
+           "8 glimpses {}.", behind["ram6"], behind["ram8"])
+    states("they do worse ({}% by sampled paths)",
+           shown(found["ram6"]["scored_test_error_mean"], places=2))
+
+    # The exploration grid: σ × first glimpse, 6 glimpses, one seed, 100
+    # epochs each, on an Intel Xeon (AVX512-BF16, 2 cores) under JAX.
+    rows = grid["rows"]
+    assert {row["variant"] for row in rows} == {"ram6"}
+    assert {row["seed"] for row in rows} == {0}
+    assert {row["epochs"] for row in rows} == {100}
+    assert "The grid, 6 glimpses, one seed, 100 epochs each" in page
+    stds = sorted({row["location_std"] for row in rows})
+    assert stds == [0.1, 0.2, 0.3, 0.4]
+    assert sorted((row["location_std"], row["first_glimpse"])
+                  for row in rows) == [
+        (std, first) for std in stds for first in ("centre", "random")]
+    assert "for std in 0.1 0.2 0.3 0.4; do for first in centre random" in page
+    machine = grid["machine"]
+    assert "Intel" in machine["cpu"] and "Xeon" in machine["cpu"]
+    assert "avx512_bf16" in machine["cpu_flags"]
+    assert (machine["cores"], machine["backend"]) == (2, "jax")
+    states("({}–{} minutes a run on one core of an Intel Xeon with "
+           "AVX512-BF16, 2 cores, JAX)", *minutes(rows))
+
+    def span(key):
+        values = [row[key] for row in rows]
+        return shown(min(values)), shown(max(values))
+
+    for row in rows:  # the sampled paths do better, every setting, both
+        assert row["validation_error_sampled"] < row["validation_error"]
+        assert row["test_error_sampled"] < row["test_error"]
+    states("on validation ({}–{}%) than by its mean path ({}–{}%), and on "
+           "test too ({}–{}% against {}–{}%)",
+           *span("validation_error_sampled"), *span("validation_error"),
+           *span("test_error_sampled"), *span("test_error"))
+
+    explored = script.exploration(rows)
+    assert explored == grid["exploration"]
+    assert all(line["best_validation_error"]
+               == line["validation_error_sampled_mean"]
+               for line in explored["settings"])
+    ranked = sorted(explored["settings"],
+                    key=lambda line: line["best_validation_error"])
+    chosen = ranked[0]
+    assert {key: chosen[key] for key in explored["chosen"]["ram6"]} == \
+        explored["chosen"]["ram6"]
+    assert chosen["best_validation_error"] < ranked[1][
+        "best_validation_error"]  # one setting is chosen, not a tie
+    first = {"random": "drawn", "centre": "centred"}
+
+    def name(line):
+        return f"σ {line['location_std']:g} {first[line['first_glimpse']]}"
+
+    def error(line):
+        return shown(line["best_validation_error"])
+
+    assert chosen["first_glimpse"] == "random"
+    states(f"σ {chosen['location_std']:g} with a drawn first glimpse is "
+           "chosen ({}% validation by sampled paths)", error(chosen))
+    widest = {line["first_glimpse"]: line for line in explored["settings"]
+              if line["location_std"] == stds[-1]}
+    assert chosen["location_std"] < stds[-1]  # inside the grid
+    assert min(line["best_validation_error"] for line in widest.values()) \
+        > chosen["best_validation_error"]
+    states(f"σ {stds[-1]:g} does worse with either first glimpse "
+           "({}% centred, {}% drawn)", error(widest["centre"]),
+           error(widest["random"]))
+    close = [line for line in ranked[1:]
+             if exact(line["best_validation_error"])
+             - exact(chosen["best_validation_error"]) <= Decimal("0.005")]
+    assert len(close) == 2
+    states(f"{name(close[0])} ({{}}%) and {name(close[1])} ({{}}%) are "
+           "within half a point of it", error(close[0]), error(close[1]))
+    assert (ranked[-1]["location_std"], ranked[-1]["first_glimpse"]) == (
+        0.1, "centre")  # the first runs' setting
+    assert ranked[-1]["best_validation_error"] > ranked[-2][
+        "best_validation_error"]
+    states(f"{name(ranked[-1])}, the setting of our first runs, is last "
+           "({}%)", error(ranked[-1]))
+
+    # REINFORCE into the core: the gradient diagnosis, seed 0, 100 epochs.
+    runs = {row["variant"]: row for row in gradient["rows"]}
+    assert sorted(runs) == ["ram6", "ram6_full_gradient",
+                            "ram6_full_gradient_linear", "ram6_linear"]
+    assert {(row["seed"], row["epochs"]) for row in runs.values()} == {
+        (0, 100)}
+    assert "All four start from the same weights (seed 0) and train 100 " \
+        "epochs" in page
+    norms = {variant: row["gradient_norms"] for variant, row in runs.items()}
+    assert norms["ram6"]["start"] == norms["ram6_full_gradient"]["start"]
+    assert norms["ram6_linear"]["start"] == norms[
+        "ram6_full_gradient_linear"]["start"]
+    full, linear = norms["ram6_full_gradient"], norms[
+        "ram6_full_gradient_linear"]
+    start = full["start"]
+    ratio = exact(start["reinforce"]) / exact(start["classification"])
+    assert shown(ratio, places=0, scale=1) == ["10"]
+    assert "about ten times the cross-entropy's at the start" in page
+    states("gradient at the core is **{} times** the cross-entropy's "
+           "(norms {} and {})", shown(ratio, places=0, scale=1),
+           shown(start["reinforce"], places=2, scale=1),
+           shown(start["classification"], places=2, scale=1))
+    states("After 100 epochs **{}%** of the location means of the model "
+           "trained that way are beyond ±0.95 ({}% with the stop)",
+           shown(full["end"]["saturated_means"], places=0),
+           shown(norms["ram6"]["end"]["saturated_means"]))
+    states("gradient through the saturated tanh is near zero ({} at the "
+           "end)", shown(full["end"]["reinforce"], places=2, scale=1))
+    states("It ends at {}% test error against {}% with the stop.",
+           shown(runs["ram6_full_gradient"]["test_error"]),
+           shown(runs["ram6"]["test_error"]))
+    states("**{}%** of its location means end beyond ±0.95, the gradient "
+           "norms at the core grow to {} (cross-entropy) and {} (REINFORCE) "
+           "from {} and {} at the start, and it ends at **{}%** test error, "
+           "the most frequent class's {}%",
+           shown(linear["end"]["saturated_means"]),
+           shown(linear["end"]["classification"], places=0, scale=1),
+           shown(linear["end"]["reinforce"], places=0, scale=1),
+           shown(linear["start"]["classification"], places=2, scale=1),
+           shown(linear["start"]["reinforce"], places=2, scale=1),
+           shown(runs["ram6_full_gradient_linear"]["test_error"]),
+           shown(gradient["majority_rule_test_error"], places=2))
+    states("(`ram6_linear`: {}% against the tanh's {}% at 100 epochs, one "
+           "seed each; {}% of its means beyond ±0.95)",
+           shown(runs["ram6_linear"]["test_error"]),
+           shown(runs["ram6"]["test_error"]),
+           shown(norms["ram6_linear"]["end"]["saturated_means"]))

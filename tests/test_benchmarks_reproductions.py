@@ -329,7 +329,7 @@ def test_files_without_claims_are_skipped(tmp_path):
     _write(tmp_path, "x_quick.json", claims=[_claim()])  # a smoke run
     # An earlier run kept beside the newer one that replaced it.
     _write(tmp_path, "babi_15_epochs.json", claims=[_claim()],
-           superseded_by="babi")
+           off_scoreboard="superseded by babi.json")
     assert reproductions.render(tmp_path) == (
         "No results file in `benchmarks/results/` carries a paper's figure "
         "yet.\n")
