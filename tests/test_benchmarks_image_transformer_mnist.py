@@ -272,6 +272,30 @@ def test_the_page_states_the_results_files_figures(monkeypatch):
     last = max(row["validation_curve"][-2] - row["validation_curve"][-1]
                for row in finished)
     assert f"at most {last:.2f} nats" in page
+    if all(row["finished"] for row in record["rows"]):
+        gains = [script.late_gain(row["validation_curve"])
+                 for row in record["rows"]]
+        assert f"the last five by {min(gains):.2f}–{max(gains):.2f}" in page
+        found = record["summary"]
+        minutes = {variant: [row["train_seconds"] / 60 for row in
+                             record["rows"] if row["variant"] == variant]
+                   for variant in found}
+        assert (f"an epoch took "
+                f"{found['local_2d']['seconds_per_epoch_mean']:.0f} s with "
+                f"local attention and "
+                f"{found['full']['seconds_per_epoch_mean']:.0f} s with full"
+                ) in page
+        assert (f"{min(minutes['local_2d']):.0f}–"
+                f"{max(minutes['local_2d']):.0f} minutes for a local run and "
+                f"{min(minutes['full']):.0f}–{max(minutes['full']):.0f} for a "
+                f"full one, "
+                f"{sum(sum(m) for m in minutes.values()) / 60:.1f} hours"
+                ) in page
+        cpu = {variant: sum(row["train_cpu_seconds"] for row in
+                            record["rows"] if row["variant"] == variant)
+               for variant in found}
+        assert f"{cpu['full'] / cpu['local_2d']:.1f} times the processor" in (
+            page)
     for row in record["rows"]:
         if not row["finished"]:
             assert (f"seed {row['seed']} after "
