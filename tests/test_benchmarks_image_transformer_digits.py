@@ -127,3 +127,38 @@ def test_a_wrong_option_is_one_line(arguments, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_page_states_the_results_files_figures(monkeypatch):
+    """docs/models/image-transformer.md renders the committed file and
+    states its figures: each model's mean and spread, local against full
+    as `comparison` judges it, and the minutes of training."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = load_script("image_transformer_digits", monkeypatch)
+    record = json.loads((BENCHMARKS / "results"
+                         / "image_transformer_digits.json").read_text())
+    text = (BENCHMARKS.parent / "docs" / "models"
+            / "image-transformer.md").read_text()
+    assert "<!-- results image_transformer_digits -->" in text
+    page = " ".join(text.split())
+    found = module.summary(record["rows"])
+    assert found == record["summary"]
+    assert len(record["rows"]) == 9  # three models, three seeds
+    for variant, line in found.items():
+        figure = f"{line['test_bits_per_dim_mean']:.3f}"
+        if variant != "independent":
+            figure += f" ± {line['test_bits_per_dim_std']:.3f}"
+        assert figure in page, (variant, figure)
+    judged = module.comparison(found, "test_bits_per_dim", digits=3)
+    assert judged == record["comparison"]
+    assert {"tie": "**A tie", "local lower": "**Local attention lower",
+            "full lower": "**Full attention lower"}[judged["outcome"]] in page
+    assert f"{judged['difference']:+.3f} bits/dim" in page
+    assert all(row["cached_equals_uncached"] for row in record["rows"]
+               if "cached_equals_uncached" in row)
+    seconds = {variant: [row["train_seconds"] for row in record["rows"]
+                         if row["variant"] == variant]
+               for variant in ("local_2d", "full")}
+    assert (f"{min(seconds['local_2d']):.0f}–{max(seconds['local_2d']):.0f}"
+            f" s a run against {min(seconds['full']):.0f}–"
+            f"{max(seconds['full']):.0f} s for full attention") in page
