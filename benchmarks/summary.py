@@ -589,6 +589,19 @@ def _sagan(record):
     return lines
 
 
+def _local_against_full(found, measure, unit, digits):
+    """The sentence of a `comparison` (image_transformer_mnist.py's):
+    full's mean less local's against the larger spread, and the verdict."""
+    return ("Local against full attention: full's mean "
+            f"{measure} less local's is {found['difference']:+.{digits}f} "
+            f"{unit}, the larger spread over seeds "
+            f"{found['spread']:.{digits}f}: "
+            + {"tie": "a tie (the difference within the spread).",
+               "local lower": "local attention lower beyond the spread.",
+               "full lower": "full attention lower beyond the spread."}[
+                found["outcome"]])
+
+
 def _image_transformer(record):
     """The Image Transformer on 28x28 binarized digits
     (benchmarks/image_transformer_mnist.py): each variant's mean test NLL
@@ -627,14 +640,7 @@ def _image_transformer(record):
                   "beside ours, not comparable."]
     found = record.get("comparison")
     if found:
-        lines += ["", "Local against full attention: full's mean test NLL "
-                  f"less local's is {found['difference']:+.2f} nats, the "
-                  f"larger spread over seeds {found['spread']:.2f}: "
-                  + {"tie": "a tie (the difference within the spread).",
-                     "local lower": "local attention lower beyond the "
-                                    "spread.",
-                     "full lower": "full attention lower beyond the "
-                                   "spread."}[found["outcome"]]]
+        lines += ["", _local_against_full(found, "test NLL", "nats", 2)]
     stopping = [f"`{variant}` by at most {line['late_gain_max']:.2f} nats "
                 f"in its last {line['late_epochs']} epochs (best epochs "
                 + ", ".join(map(str, line["best_epochs"])) + ")"
@@ -697,14 +703,8 @@ def _image_transformer_digits(record):
             + f" | {'—' if seconds is None else f'{seconds:.0f}'} |")
     found = record.get("comparison")
     if found:
-        lines += ["", "Local against full attention: full's mean less "
-                  f"local's is {found['difference']:+.3f} bits/dim, the "
-                  f"larger spread over seeds {found['spread']:.3f}: "
-                  + {"tie": "a tie (the difference within the spread).",
-                     "local lower": "local attention lower beyond the "
-                                    "spread.",
-                     "full lower": "full attention lower beyond the "
-                                   "spread."}[found["outcome"]]]
+        lines += ["", _local_against_full(found, "held-out bits/dim",
+                                          "bits/dim", 3)]
     lines += ["", "| model | seed | held-out bits/dim | training bits/dim "
               "| epochs | training s | cached = uncached samples |",
               "|---|---|---|---|---|---|---|"]
