@@ -16,6 +16,11 @@ from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 
 
+def load(name):
+    """The committed results file `benchmarks/results/NAME.json`."""
+    return json.loads((BENCHMARKS / "results" / f"{name}.json").read_text())
+
+
 @pytest.fixture
 def digits(tmp_path):
     rng = np.random.default_rng(0)
@@ -282,10 +287,6 @@ def test_the_page_and_the_readme_state_the_results_files_figures():
     committed runs' figures: each RAM's scored mean and spread, by the
     mean path too, the CNN's, the orderings' verdicts, the told glimpse's
     bound, the rule with no weights and the grid's chosen setting."""
-    def load(name):
-        return json.loads((BENCHMARKS / "results" / f"{name}.json"
-                           ).read_text())
-
     record, told = load("ram_cluttered_mnist"), load(
         "ram_cluttered_mnist_told")
     grid = load("ram_cluttered_mnist_exploration")
@@ -343,10 +344,6 @@ def test_the_pages_exploration_gradient_and_time_figures_are_the_results_files(
     from decimal import Decimal
 
     script = load_script("ram_cluttered_mnist", monkeypatch)
-
-    def load(name):
-        return json.loads((BENCHMARKS / "results" / f"{name}.json"
-                           ).read_text())
 
     def exact(value):
         return value if isinstance(value, Decimal) else Decimal(repr(value))
@@ -535,10 +532,6 @@ def test_the_900_epoch_section_states_its_results_files_figures(
     from the file's summary, seed by seed, the 300-epoch figures beside
     them, the best epochs and the told glimpse's bound."""
     script = load_script("ram_cluttered_mnist", monkeypatch)
-
-    def load(name):
-        return json.loads((BENCHMARKS / "results" / f"{name}.json"
-                           ).read_text())
 
     record, short = load("ram_cluttered_mnist_long"), load(
         "ram_cluttered_mnist")
