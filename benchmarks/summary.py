@@ -257,6 +257,15 @@ def _variants(record):
     return lines
 
 
+def _commands(record):
+    """A file written by several commands (`--append`, or runs merged)
+    names them, in order, above its tables; else nothing."""
+    if len(record.get("commands", [])) <= 1:
+        return []
+    return ["The rows come from " + ", then ".join(
+        f"`{command}`" for command in record["commands"]) + ".", ""]
+
+
 def _babi(record):
     """bAbI (benchmarks/babi.py): per task, our test error (mean over
     seeds, and their spread) beside the paper's and the two rules with no
@@ -327,10 +336,7 @@ def _music(record):
     over seeds, beside the rule with no weights and the paper's Table
     2."""
     rows = record["rows"]
-    lines = []
-    if len(record.get("commands", [])) > 1:
-        lines += ["The rows come from " + ", then ".join(
-            f"`{command}`" for command in record["commands"]) + ".", ""]
+    lines = _commands(record)
     lines += ["| variant | seed | weights | steps | training min | tokens/s "
              "| best valid NLL (at step) | last |",
              "|---|---|---|---|---|---|---|---|"]
@@ -371,10 +377,7 @@ def _ram(record):
     (benchmarks/ram_cluttered_mnist.py): each variant's mean test error
     and spread over seeds beside Mnih et al.'s Table 2, then every run."""
     rows = record["rows"]
-    lines = []
-    if len(record.get("commands", [])) > 1:
-        lines += ["The rows come from " + ", then ".join(
-            f"`{command}`" for command in record["commands"]) + ".", ""]
+    lines = _commands(record)
     summary = record.get("summary", {})
     sampled = any("test_error_sampled_mean" in line
                   for line in summary.values())
@@ -449,10 +452,7 @@ def _captioner(record):
     (benchmarks/captioner_hard_soft.py): each variant's mean test BLEU-4
     and spread beside Xu et al.'s Table 1 and the rule with no weights,
     then every run with its decodings and the estimator's variance."""
-    rows, lines = record["rows"], []
-    if len(record.get("commands", [])) > 1:
-        lines += ["The rows come from " + ", then ".join(
-            f"`{command}`" for command in record["commands"]) + ".", ""]
+    rows, lines = record["rows"], _commands(record)
     beam = next(key for key in rows[0] if key.startswith("beam"))
     lines += [f"| attention | seeds | test BLEU-4 ({beam.replace('beam', 'beam ')}) "
               "| greedy BLEU-4 | exact captions (greedy) | digits right "
@@ -514,10 +514,7 @@ def _sagan(record):
     Fréchet distance, time, γ and where the blocks look, then each
     variant's mean and spread beside the distances with no GAN and the
     paper's Table 1."""
-    rows, lines = record["rows"], []
-    if len(record.get("commands", [])) > 1:
-        lines += ["The rows come from " + ", then ".join(
-            f"`{command}`" for command in record["commands"]) + ".", ""]
+    rows, lines = record["rows"], _commands(record)
     data, judge = record.get("data", {}), record.get("judge", {})
     if data and judge:
         sizes = ", ".join(f"{count:,} {part}"
@@ -609,10 +606,7 @@ def _image_transformer(record):
     weights and van den Oord et al.'s rows (on the full binarized MNIST,
     not our digits), then every run."""
     rows = record["rows"]
-    lines = []
-    if len(record.get("commands", [])) > 1:
-        lines += ["The rows come from " + ", then ".join(
-            f"`{command}`" for command in record["commands"]) + ".", ""]
+    lines = _commands(record)
     lines += ["| model | seeds | test NLL, nats (mean) | spread (s.d.) | "
               "s/epoch | examples/s |", "|---|---|---|---|---|---|"]
     summary = record.get("summary", {})
@@ -687,10 +681,7 @@ def _image_transformer_digits(record):
     """The Image Transformer example over seeds on 8x8 digits
     (benchmarks/image_transformer_digits.py): each model's mean held-out
     bits/dim and spread, local against full, then every run."""
-    lines = []
-    if len(record.get("commands", [])) > 1:
-        lines += ["The rows come from " + ", then ".join(
-            f"`{command}`" for command in record["commands"]) + ".", ""]
+    lines = _commands(record)
     lines += ["| model | seeds | held-out bits/dim (mean) | spread (s.d.) "
               "| training s |", "|---|---|---|---|---|"]
     for variant, line in record.get("summary", {}).items():
