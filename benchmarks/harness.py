@@ -416,6 +416,44 @@ def variants_and_seeds(p, args, known):
     return args
 
 
+EXAMPLES_DIR = pathlib.Path(__file__).resolve().parents[1] / "examples"
+
+
+def load_example(name):
+    """The module `examples/NAME.py`, loaded by path (examples are not a
+    package): what a benchmark that measures an example calls, so the
+    example's model and training are not copied."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name,
+                                                  EXAMPLES_DIR / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def seed_list(text):
+    """`--seeds`' type: comma-separated ints >= 0 (argparse's error names
+    the value received)."""
+    import argparse
+
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        seeds = []
+    if not seeds or min(seeds) < 0:
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated ints >= 0, received: {text!r}")
+    return seeds
+
+
+def mean_and_spread(values):
+    """(mean, sample standard deviation; 0 for one value) of `values`."""
+    values = list(values)
+    return (statistics.fmean(values),
+            statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
 def earlier_results(name, directory=None, append=False):
     """With `append`, the rows and commands already in
     `DIRECTORY/NAME.json` (none when it is missing); else none: what a

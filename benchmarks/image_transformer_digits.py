@@ -17,7 +17,6 @@ Run: `python benchmarks/image_transformer_digits.py [--seeds 0,1,2]
 """
 
 import argparse
-import importlib.util
 import pathlib
 import statistics
 import tempfile
@@ -26,8 +25,6 @@ import harness
 from image_transformer_mnist import comparison
 
 NAME = "image_transformer_digits"
-EXAMPLE = (pathlib.Path(__file__).resolve().parents[1] / "examples"
-           / "image_transformer_digits.py")
 MODELS = {  # row variant -> the example's name of it
     "independent": "independent",
     "full": "full",
@@ -38,25 +35,6 @@ LABELS = {
     "full": "full causal attention",
     "local_2d": "local 2-D attention (2x4 query blocks, 2-pixel flanges)",
 }
-
-
-def load_example():
-    spec = importlib.util.spec_from_file_location("image_transformer_digits",
-                                                  EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def seed_list(text):
-    try:
-        seeds = [int(part) for part in text.split(",")]
-    except ValueError:
-        seeds = []
-    if not seeds or min(seeds) < 0:
-        raise argparse.ArgumentTypeError(
-            f"must be comma-separated ints >= 0, received: {text!r}")
-    return seeds
 
 
 def rows_of(results, seed, epochs):
@@ -97,7 +75,7 @@ def summary(rows):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    p.add_argument("--seeds", type=seed_list, default=[0, 1, 2])
+    p.add_argument("--seeds", type=harness.seed_list, default=[0, 1, 2])
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--train-size", type=int, default=1500)
     p.add_argument("--append", action="store_true",
@@ -112,7 +90,7 @@ def main(argv=None):
     name = args.results_name or NAME
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    example = load_example()
+    example = harness.load_example("image_transformer_digits")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for seed in args.seeds:

@@ -565,14 +565,7 @@ def _sagan(record):
                   f"{references['ceiling_pixel_noise_vs_test']:.2f} | — | — |"]
     verdict = summary.get("verdict")
     if verdict and "p_value" in verdict:
-        lines += ["", f"The block lowers the median distance by "
-                  f"**{verdict['median_gain']:+.2f}** (the mean by "
-                  f"{verdict['gain']:+.2f}, spread {verdict['spread']:.2f}); "
-                  f"Mann-Whitney U = {verdict['mann_whitney_u']:g}, one-sided"
-                  f" p = **{verdict['p_value']:.3f}**: "
-                  + (f"the paper's direction at p < {verdict['level']:g}."
-                     if verdict["block_helps"] else
-                     f"not shown at p < {verdict['level']:g}.")]
+        lines += ["", _block_verdict(verdict)]
     elif verdict:
         lines += ["", f"The block lowers the mean distance by "
                   f"**{verdict['gain']:+.2f}** against a spread of "
@@ -583,6 +576,140 @@ def _sagan(record):
     if paper:
         lines += ["", f"{paper['source']}: " + "; ".join(
             f"{label} {value:.2f}" for label, value in paper["rows"]) + "."]
+    return lines
+
+
+def _block_verdict(verdict):
+    """The sentence of `sagan_mnist.block_verdict`: the median and mean
+    gains, the rank test and whether it shows the paper's direction."""
+    return (f"The block lowers the median distance by "
+            f"**{verdict['median_gain']:+.2f}** (the mean by "
+            f"{verdict['gain']:+.2f}, spread {verdict['spread']:.2f}); "
+            f"Mann-Whitney U = {verdict['mann_whitney_u']:g}, one-sided"
+            f" p = **{verdict['p_value']:.3f}**: "
+            + (f"the paper's direction at p < {verdict['level']:g}."
+               if verdict["block_helps"] else
+               f"not shown at p < {verdict['level']:g}."))
+
+
+def _sagan_digits(record):
+    """The SAGAN example over seeds (benchmarks/sagan_digits.py): each
+    variant's distance (mean, spread, median), the floor, the rank test,
+    then every run with its γ."""
+    rows, summary = record["rows"], record.get("summary", {})
+    lines = _commands(record)
+    lines += ["| variant | seeds | Fréchet distance (mean) | spread (s.d.) "
+              "| median | per seed | s a GAN |", "|---|---|---|---|---|---|---|"]
+    for variant in ("plain", "attention"):
+        line = summary.get(variant)
+        if not line:
+            continue
+        each = ", ".join(f"{row['frechet_distance']:.2f}" for row in rows
+                         if row["variant"] == variant)
+        lines.append(
+            f"| {line['label']} | {line['seeds']} | "
+            f"**{line['frechet_distance_mean']:.2f}** | "
+            + (f"±{line['frechet_distance_std']:.2f}" if line["seeds"] > 1
+               else "—")
+            + f" | {line['frechet_distance_median']:.2f} | {each} | "
+            f"{line['seconds_mean']:.0f} |")
+    for row in rows:
+        if row["variant"] == "floor":
+            lines.append(f"| {row['label']} | — | {row['frechet_distance']:.2f}"
+                         " | — | — | — | — |")
+            lines += ["", f"The judge's classifier scores "
+                      f"{row['classifier_accuracy']:.1%} on the "
+                      f"{record.get('data', {}).get('held_out', '')} "
+                      "held-out digits."]
+    if "verdict" in summary:
+        lines += ["", _block_verdict(summary["verdict"])]
+    gammas = [row for row in rows if "gamma_generator" in row]
+    if gammas:
+        lines += ["", "| seed | γ of the generator's block | γ of the "
+                  "discriminator's |", "|---|---|---|"]
+        lines += [f"| {row['seed']} | {row['gamma_generator']:+.3f} | "
+                  f"{row['gamma_discriminator']:+.3f} |" for row in gammas]
+    return lines
+
+
+def _recurrent_attention_digits(record):
+    """The recurrent attention example over seeds
+    (benchmarks/recurrent_attention_digits.py): each model and setting's
+    held-out accuracy (mean, spread, each seed), weights and seconds."""
+    lines = _commands(record)
+    lines += ["| model | σ | learning rate | epochs | seeds | held-out "
+              "accuracy (mean) | spread (s.d.) | per seed | weights | s |",
+              "|---|---|---|---|---|---|---|---|---|---|"]
+    weights = {row["variant"]: row.get("parameters") for row in record["rows"]}
+    for line in record.get("summary", {}).values():
+        seconds = line.get("seconds_mean")
+        count = weights.get(line["variant"])
+        lines.append(
+            f"| {line['label']} (`{line['variant']}`) | "
+            f"{line['location_std']:g} | {line['learning_rate']:g} | "
+            f"{line['epochs']} | {len(line['seeds'])} | "
+            f"**{line['test_accuracy_mean']:.1%}** | "
+            + (f"±{line['test_accuracy_std']:.1%}"
+               if len(line["seeds"]) > 1 else "—")
+            + " | " + ", ".join(f"{value:.1%}"
+                                for value in line["test_accuracy"])
+            + f" | {'—' if count is None else f'{count:,}'} | "
+            f"{'—' if seconds is None else f'{seconds:.0f}'} |")
+    data = record.get("data", {})
+    if data:
+        lines += ["", f"Data: {data.get('source', '')}; "
+                  f"{data.get('train'):,} training and {data.get('test'):,} "
+                  "held-out canvases a seed."]
+    return lines
+
+
+def _show_attend_tell_digits(record):
+    """The Show, Attend and Tell example over seeds
+    (benchmarks/show_attend_tell_digits.py): each attention and λ's
+    held-out exact match and BLEU (mean ± spread), then the hard model's
+    REINFORCE variance with and without its baseline."""
+    lines = _commands(record)
+    lines += ["| model | seeds | greedy exact match | greedy BLEU | beam 4 "
+              "exact match | beam 4 BLEU | argmax location: exact, BLEU | "
+              "s a model |", "|---|---|---|---|---|---|---|---|"]
+
+    def cell(line, metric):
+        if f"{metric}_mean" not in line:
+            return "—"
+        percent = metric.endswith("exact")
+        mean, std = line[f"{metric}_mean"], line[f"{metric}_std"]
+        text = f"{mean:.1%}" if percent else f"{mean:.1f}"
+        if len(line["seeds"]) > 1:
+            text += f" ± {std:.1%}" if percent else f" ± {std:.1f}"
+        return text
+
+    for variant, line in record.get("summary", {}).items():
+        seeds = len(line["seeds"]) if line["seeds"][0] is not None else "—"
+        lines.append(
+            f"| {variant} | {seeds} | "
+            f"**{cell(line, 'greedy_exact')}** | {cell(line, 'greedy_bleu')} | "
+            f"{cell(line, 'beam_exact')} | {cell(line, 'beam_bleu')} | "
+            f"{cell(line, 'argmax_exact')}; {cell(line, 'argmax_bleu')} | "
+            + (f"{line['seconds_mean']:.0f}" if 'seconds_mean' in line else '—')
+            + " |")
+    variances = [row for row in record["rows"] if "variance_before" in row]
+    if variances:
+        lines += ["", "| hard model, seed | mean NLL of a caption | variance "
+                  "with b | variance with b = 0 | ratio |",
+                  "|---|---|---|---|---|"]
+        for when in ("before", "after"):
+            for row in variances:
+                found = row[f"variance_{when}"]
+                lines.append(
+                    f"| {row['variant']}, {row['seed']}, {when} training | "
+                    f"{found['mean_nll']:.2f} | {found['with_baseline']:.1e} "
+                    f"| {found['without_baseline']:.1e} | "
+                    f"{found['without_baseline'] / found['with_baseline']:.1f}× |")
+    data = record.get("data", {})
+    if data:
+        lines += ["", f"Data: {data.get('source', '')}; "
+                  f"{data.get('train'):,} training and {data.get('test')} "
+                  "held-out scenes, the same for every seed."]
     return lines
 
 
@@ -821,6 +948,12 @@ def render(record, stem=None):
     elif (record["benchmark"].startswith("captioner_hard_soft")
           and "test_bleu" in first):
         lines += _captioner(record)
+    elif record["benchmark"].startswith("sagan_digits"):
+        lines += _sagan_digits(record)
+    elif record["benchmark"].startswith("recurrent_attention_digits"):
+        lines += _recurrent_attention_digits(record)
+    elif record["benchmark"].startswith("show_attend_tell_digits"):
+        lines += _show_attend_tell_digits(record)
     elif record["benchmark"].startswith("sagan") and "frechet_distance" in first:
         lines += _sagan(record)
     elif (record["benchmark"].startswith("image_transformer_digits")

@@ -200,7 +200,8 @@ def draw(model, test, count, path):
     return path
 
 
-def main(argv=None):
+def arguments():
+    """The command line's parser (a benchmark parses the same options)."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--train-size", type=int, default=24000)
     parser.add_argument("--test-size", type=int, default=1000)
@@ -223,7 +224,11 @@ def main(argv=None):
     parser.add_argument("--output-dir", default="recurrent_attention_output")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--verbose", type=int, default=1)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv=None):
+    args = arguments().parse_args(argv)
     output_dir = pathlib.Path(args.output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
 

@@ -196,6 +196,7 @@ def main(argv=None):
     print(f"feature classifier: {accuracy:.1%} on {len(test_images)} held-out "
           f"digits; Fréchet distance train vs held-out digits {floor:.2f}")
     scores = {False: [], True: []}
+    runs = []  # one per GAN: seed, attention, distance, gammas, seconds
     for seed in seeds:
         for attention in (False, True):
             started = time.perf_counter()
@@ -208,16 +209,19 @@ def main(argv=None):
             scores[attention].append(distance)
             name = "attention" if attention else "plain"
             save_grid(samples[:50], output / f"{name}_seed{seed}.png")
+            seconds = time.perf_counter() - started
+            runs.append({"seed": seed, "attention": attention,
+                         "distance": distance, "seconds": seconds})
             if attention:
                 save_attention(gan, output / f"attention_map_seed{seed}.png",
                                seed)
-                gamma = gan.attention_gammas()["generator"]
-                extra = f", generator's gamma {gamma:+.3f}"
+                runs[-1]["gammas"] = gan.attention_gammas()
+                extra = (f", generator's gamma "
+                         f"{runs[-1]['gammas']['generator']:+.3f}")
             else:
                 extra = ""
             print(f"seed {seed}, {name:<9}: Fréchet distance "
-                  f"{distance:.2f}{extra} "
-                  f"({time.perf_counter() - started:.0f} s)", flush=True)
+                  f"{distance:.2f}{extra} ({seconds:.0f} s)", flush=True)
     print("\nFréchet distance to the held-out digits (lower is better; "
           f"floor {floor:.2f}):")
     for attention in (False, True):
@@ -226,7 +230,7 @@ def main(argv=None):
         print(f"  {'with' if attention else 'without'} self-attention: "
               f"{values.mean():.2f}{spread} over {len(values)} seed(s)")
     return {"floor": floor, "classifier_accuracy": float(accuracy),
-            "plain": scores[False], "attention": scores[True]}
+            "plain": scores[False], "attention": scores[True], "runs": runs}
 
 
 if __name__ == "__main__":

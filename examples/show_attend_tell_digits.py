@@ -231,7 +231,8 @@ def summary(results):
     return lines
 
 
-def main(argv=None):
+def arguments():
+    """The command line's parser (a benchmark parses the same options)."""
     parser = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     parser.add_argument("--train-size", type=int, default=8000)
     parser.add_argument("--test-size", type=int, default=500)
@@ -252,6 +253,11 @@ def main(argv=None):
                         help="hard models: location samples for the "
                              "gradient variance (0: skip)")
     parser.add_argument("--verbose", type=int, default=1)
+    return parser
+
+
+def main(argv=None):
+    parser = arguments()
     args = parser.parse_args(argv)
     attentions = args.attention.split(",")
     for attention in attentions:

@@ -50,7 +50,7 @@ def script(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))  # its sibling import
     module = load_script("image_transformer_digits", monkeypatch)
     example = _Example()
-    monkeypatch.setattr(module, "load_example", lambda: example)
+    monkeypatch.setattr(module.harness, "load_example", lambda name: example)
     return module, example
 
 

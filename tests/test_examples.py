@@ -282,6 +282,15 @@ def test_sagan_digits_runs(tmp_path, capsys):
     for name in ("plain", "attention"):
         (distance,) = results[name]
         assert np.isfinite(distance) and distance > 0
+    # One run a GAN, in order, with its seconds; the block's gammas.
+    runs = results["runs"]
+    assert [(run["seed"], run["attention"]) for run in runs] == [
+        (0, False), (0, True)]
+    assert [run["distance"] for run in runs] == [*results["plain"],
+                                                 *results["attention"]]
+    assert all(run["seconds"] > 0 for run in runs)
+    assert "gammas" not in runs[0]
+    assert set(runs[1]["gammas"]) == {"generator", "discriminator"}
     for picture in ("plain_seed0.png", "attention_seed0.png",
                     "attention_map_seed0.png"):
         assert (tmp_path / picture).stat().st_size > 0

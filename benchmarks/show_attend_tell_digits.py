@@ -1,0 +1,136 @@
+"""The Show, Attend and Tell example's figures, measured over seeds:
+held-out exact match and BLEU of the captioner on two-digit scenes of
+scikit-learn's 8x8 digits, soft or hard attention, at each doubly
+stochastic lambda, greedy and beam decoding, the hard model's REINFORCE
+gradient variance with and without its baseline, beside the rule with
+no weights (the most common training caption for every scene).
+
+Each command runs `examples/show_attend_tell_digits.py` once with the
+seeds, attentions and lambdas given (its defaults: 8,000 training and
+500 held-out scenes, 12 epochs, Adam 3e-3, beam 4) and keeps what it
+returns: no second copy of the model or its training. The rows are one
+per attention, lambda and seed; the summary the mean and spread (sample
+standard deviation) of each metric per attention and lambda. No paper
+row: Xu et al. report no figure on these scenes (the paper's ordering
+is judged by `captioner_hard_soft.py`).
+
+Run: `python benchmarks/show_attend_tell_digits.py [--seeds 0,1,2]
+[--attention soft,hard] [--lambdas 1,0] [--epochs E] [--append]`.
+"""
+
+import argparse
+import collections
+import tempfile
+
+import harness
+
+NAME = "show_attend_tell_digits"
+DECODINGS = {  # the example's name -> the row's prefix
+    "greedy": "greedy", "beam4": "beam", "greedy (argmax)": "argmax"}
+METRICS = [f"{prefix}_{metric}" for prefix in DECODINGS.values()
+           for metric in ("exact", "bleu")]
+
+
+def rows_of(results, epochs):
+    """The example's `results` as one row per attention, lambda and
+    seed."""
+    cpu = harness.machine()["cpu"]
+    rows = []
+    for (attention, penalty, seed), figures in results.items():
+        row = {"variant": f"{attention}, lambda {penalty:g}",
+               "attention": attention, "penalty": penalty, "seed": seed,
+               "epochs": epochs, "seconds": figures["seconds"]}
+        for name, prefix in DECODINGS.items():
+            if name in figures:
+                row[f"{prefix}_exact"] = figures[name]["exact"]
+                row[f"{prefix}_bleu"] = figures[name]["bleu"]
+        for when, variance in figures.get("variance", {}).items():
+            row[f"variance_{when}"] = {
+                "mean_nll": variance["mean_nll"],
+                "with_baseline": variance["baseline"],
+                "without_baseline": variance["none"]}
+        rows.append({**row, "cpu": cpu})
+    return rows
+
+
+def no_weights_row(example, vocabulary, data, test):
+    """The most common training caption, written for every held-out
+    scene, scored as the models are."""
+    _, targets = data
+    captions = collections.Counter(vocabulary.decode(row) for row in targets)
+    caption = captions.most_common(1)[0][0]
+    figures = example.scores([caption] * len(test.captions), test.captions)
+    return {"variant": "most common caption", "caption": caption,
+            "greedy_exact": figures["exact"], "greedy_bleu": figures["bleu"],
+            "cpu": harness.machine()["cpu"]}
+
+
+def summary(rows):
+    """Per variant: seeds, and the mean and spread of each metric."""
+    out = {}
+    for variant in dict.fromkeys(row["variant"] for row in rows):
+        mine = [row for row in rows if row["variant"] == variant]
+        line = {"seeds": [row.get("seed") for row in mine]}
+        for metric in METRICS + ["seconds"]:
+            if metric in mine[0]:
+                mean, spread = harness.mean_and_spread(
+                    row[metric] for row in mine)
+                line[f"{metric}_mean"], line[f"{metric}_std"] = mean, spread
+        if "variance_before" in mine[0]:
+            line["variance_ratio"] = {
+                when: [row[f"variance_{when}"]["without_baseline"]
+                       / row[f"variance_{when}"]["with_baseline"]
+                       for row in mine] for when in ("before", "after")}
+        out[variant] = line
+    return out
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    p.add_argument("--seeds", type=harness.seed_list, default=[0, 1, 2])
+    p.add_argument("--attention", default="soft", choices=(
+        "soft", "hard", "soft,hard"))
+    p.add_argument("--lambdas", default="1,0")
+    p.add_argument("--epochs", type=int, default=12)
+    p.add_argument("--train-size", type=int, default=8000)
+    p.add_argument("--append", action="store_true",
+                   help="add this command's rows to the results file's")
+    harness.add_results_arguments(p, NAME)
+    args = p.parse_args(argv)
+    if args.epochs < 1 or args.train_size < 1:
+        p.error(f"--epochs and --train-size must be ints >= 1, received: "
+                f"{args.epochs}, {args.train_size}")
+    name = args.results_name or NAME
+    earlier, commands = harness.earlier_results(name, args.results_dir,
+                                                args.append)
+    example = harness.load_example("show_attend_tell_digits")
+    with tempfile.TemporaryDirectory() as folder:
+        argv = ["--seeds", ",".join(map(str, args.seeds)),
+                "--attention", args.attention, "--lambdas", args.lambdas,
+                "--epochs", str(args.epochs),
+                "--train-size", str(args.train_size), "--pictures", "0",
+                "--verbose", "0", "--output-dir", folder]
+        results = example.main(argv)
+    rows = rows_of(results, args.epochs)
+    if not any(row["variant"] == "most common caption" for row in earlier):
+        vocabulary = example.digit_scenes.CaptionVocabulary()
+        data, test = example.load(example.arguments().parse_args(argv), vocabulary)
+        rows.insert(0, no_weights_row(example, vocabulary, data, test))
+    all_rows = earlier + rows
+    found = summary(all_rows)
+    for variant, line in found.items():
+        print(f"{variant}: greedy exact match "
+              f"{line['greedy_exact_mean']:.1%} ± "
+              f"{line['greedy_exact_std']:.1%}, BLEU "
+              f"{line['greedy_bleu_mean']:.1f} ± "
+              f"{line['greedy_bleu_std']:.1f}")
+    harness.write_results(
+        name, all_rows, directory=args.results_dir,
+        commands=commands + [harness.command_line()], summary=found,
+        data={"source": "scikit-learn's digits, 32x32 two-digit scenes",
+              "train": args.train_size, "test": 500})
+    return all_rows
+
+
+if __name__ == "__main__":
+    main()

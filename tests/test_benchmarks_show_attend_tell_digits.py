@@ -1,0 +1,157 @@
+"""benchmarks/show_attend_tell_digits.py: the captioner example's
+figures over seeds, one row per attention, λ and seed beside the most
+common training caption (no weights), the mean and spread of each, the
+hard model's variance ratios, rendered into RESULTS.md; a wrong option
+is one line."""
+
+import json
+import statistics
+import subprocess
+import sys
+import types
+
+import numpy as np
+import pytest
+
+from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import load_script
+
+EXACT = {("soft", 0.0): [0.85, 0.78, 0.88], ("hard", 0.0): [0.75, 0.61, 0.73]}
+
+
+class _Vocabulary:
+    def decode(self, row):
+        return " ".join(str(token) for token in row)
+
+
+class _Example:
+    """Stands in for the example: made-up scores per run, and training
+    captions whose most common one ("1 2") is right for 1 of 4 test
+    scenes."""
+
+    digit_scenes = types.SimpleNamespace(CaptionVocabulary=_Vocabulary)
+
+    def __init__(self):
+        self.calls = []
+
+    def arguments(self):
+        return types.SimpleNamespace(parse_args=lambda argv: argv)
+
+    def load(self, args, vocabulary):
+        targets = np.array([[1, 2], [1, 2], [3, 4]])
+        test = types.SimpleNamespace(captions=["1 2", "3 4", "5 6", "3 4"])
+        return (None, targets), test
+
+    def scores(self, hypotheses, references):
+        exact = float(np.mean([h == r for h, r in zip(hypotheses,
+                                                      references)]))
+        return {"exact": exact, "bleu": 100 * exact}
+
+    def main(self, argv):
+        self.calls.append(argv)
+        seeds = [int(s) for s in argv[argv.index("--seeds") + 1].split(",")]
+        attentions = argv[argv.index("--attention") + 1].split(",")
+        lambdas = [float(x) for x in
+                   argv[argv.index("--lambdas") + 1].split(",")]
+        results = {}
+        for attention in attentions:
+            for penalty in lambdas:
+                for seed in seeds:
+                    exact = EXACT[(attention, penalty)][seed]
+                    figures = {"greedy": {"exact": exact, "bleu": 90.0},
+                               "beam4": {"exact": exact, "bleu": 91.0},
+                               "seconds": 100.0 + seed}
+                    if attention == "hard":
+                        figures["greedy (argmax)"] = {"exact": 0.6,
+                                                      "bleu": 80.0}
+                        figures["variance"] = {
+                            "before": {"mean_nll": 21.1, "baseline": 1e-5,
+                                       "none": 7e-4},
+                            "after": {"mean_nll": 0.9, "baseline": 1e-3,
+                                      "none": 1.4e-3}}
+                    results[(attention, penalty, seed)] = figures
+        return results
+
+
+@pytest.fixture
+def script(monkeypatch):
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = load_script("show_attend_tell_digits", monkeypatch)
+    example = _Example()
+    monkeypatch.setattr(module.harness, "load_example", lambda name: example)
+    return module, example
+
+
+def read(tmp_path):
+    return json.loads((tmp_path / "show_attend_tell_digits.json")
+                      .read_text())
+
+
+def test_rows_summary_and_the_rule_with_no_weights(script, tmp_path):
+    module, example = script
+    module.main(["--attention", "soft,hard", "--lambdas", "0",
+                 "--results-dir", str(tmp_path)])
+    (call,) = example.calls
+    assert call[call.index("--seeds") + 1] == "0,1,2"
+    assert call[call.index("--pictures") + 1] == "0"
+    record = read(tmp_path)
+    rows = record["rows"]
+    assert rows[0] == {"variant": "most common caption", "caption": "1 2",
+                       "greedy_exact": 0.25, "greedy_bleu": 25.0,
+                       "cpu": rows[0]["cpu"]}
+    assert [(row["variant"], row["seed"]) for row in rows[1:]] == [
+        (f"{attention}, lambda 0", seed) for attention in ("soft", "hard")
+        for seed in (0, 1, 2)]
+    hard = rows[4]
+    assert hard["argmax_exact"] == 0.6 and "argmax_exact" not in rows[1]
+    assert hard["variance_before"] == {"mean_nll": 21.1,
+                                       "with_baseline": 1e-5,
+                                       "without_baseline": 7e-4}
+    line = record["summary"]["hard, lambda 0"]
+    values = EXACT[("hard", 0.0)]
+    assert line["greedy_exact_mean"] == pytest.approx(statistics.fmean(values))
+    assert line["greedy_exact_std"] == pytest.approx(statistics.stdev(values))
+    assert line["variance_ratio"]["before"] == pytest.approx([70.0] * 3)
+    assert line["variance_ratio"]["after"] == pytest.approx([1.4] * 3)
+
+
+def test_append_keeps_one_rule_row(script, tmp_path):
+    module, _ = script
+    module.main(["--attention", "soft", "--lambdas", "0", "--results-dir",
+                 str(tmp_path)])
+    module.main(["--attention", "hard", "--lambdas", "0", "--append",
+                 "--results-dir", str(tmp_path)])
+    record = read(tmp_path)
+    assert [row["variant"] for row in record["rows"]].count(
+        "most common caption") == 1
+    assert len(record["rows"]) == 7 and len(record["commands"]) == 2
+
+
+def test_renders_into_results_md(script, tmp_path, monkeypatch):
+    module, _ = script
+    module.main(["--attention", "soft,hard", "--lambdas", "0",
+                 "--results-dir", str(tmp_path)])
+    text = "\n".join(load_script("summary", monkeypatch).render(
+        read(tmp_path)))
+    assert ("| hard, lambda 0 | 3 | **69.7% ± 7.6%** | 90.0 ± 0.0 | "
+            "69.7% ± 7.6% | 91.0 ± 0.0 | 60.0% ± 0.0%; 80.0 ± 0.0 | 101 |"
+            ) in text
+    assert "| most common caption | — | **25.0%** | 25.0 |" in text
+    assert ("| hard, lambda 0, 2, before training | 21.10 | 1.0e-05 | "
+            "7.0e-04 | 70.0× |") in text
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--seeds", ""], "--seeds: must be comma-separated ints >= 0, "
+                      "received: ''"),
+    (["--attention", "both"], "--attention: invalid choice: 'both'"),
+    (["--epochs", "0"], "--epochs and --train-size must be ints >= 1, "
+                        "received: 0, 8000"),
+])
+def test_a_wrong_option_is_one_line(arguments, message):
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "show_attend_tell_digits.py"),
+         *arguments], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
