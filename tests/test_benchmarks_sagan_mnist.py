@@ -288,3 +288,30 @@ def test_the_page_states_the_results_files_figures(monkeypatch):
     assert f"`, {record['when'][:10]}, about " in run
     minutes = sum(row["train_seconds"] for row in rows) / 2 / 60
     assert f"about {round(minutes, -1):.0f} minutes" in run
+
+
+def test_the_page_states_the_earlier_sweeps_figures():
+    """The earlier sweep (the last epoch's generator tested), kept as
+    `sagan_mnist_last_epoch.json` off the scoreboard: the collapse, the
+    means and the ranges the page's Selection bullet states."""
+    record = json.loads((BENCHMARKS / "results"
+                         / "sagan_mnist_last_epoch.json").read_text())
+    assert record["off_scoreboard"]
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" / "sagan.md")
+                    .read_text().split())
+    distances = {variant: [row["frechet_distance"] for row in record["rows"]
+                           if row["variant"] == variant]
+                 for variant in ("plain", "attention")}
+    collapse = max(distances["attention"])
+    others = sorted(set(distances["attention"]) - {collapse}, reverse=True)
+    summary = record["summary"]
+    assert (f"one late collapse ({collapse:.2f}) decided the mean: "
+            f"{summary['attention']['mean']:.2f} ± "
+            f"{summary['attention']['std']:.2f} with the block against "
+            f"{summary['plain']['mean']:.2f} ± {summary['plain']['std']:.2f}"
+            f" without, where the other two runs with it ("
+            + ", ".join(f"{value:.2f}" for value in others)
+            + f") were below every run without it "
+            f"({min(distances['plain']):.2f}–{max(distances['plain']):.2f})"
+            ) in page
+    assert max(others) < min(distances["plain"])
