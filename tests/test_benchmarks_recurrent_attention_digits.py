@@ -132,3 +132,78 @@ def test_a_wrong_option_is_one_line(arguments, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _points(line):
+    return (f"{100 * line['test_accuracy_mean']:.1f}% ± "
+            f"{100 * line['test_accuracy_std']:.1f}")
+
+
+def test_the_page_states_the_results_files_figures(monkeypatch):
+    """docs/models/recurrent_attention.md renders both committed files
+    and states their figures: each model's mean and spread, the seeds
+    where 6 glimpses beat 4, the CNN's lead, the minutes a seed, and the
+    trials' gaps to σ 0.2 against the larger spread."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = load_script("recurrent_attention_digits", monkeypatch)
+    results = BENCHMARKS / "results"
+    main = json.loads((results / "recurrent_attention_digits.json")
+                      .read_text())
+    trials = json.loads((results / "recurrent_attention_digits_trials.json")
+                        .read_text())
+    text = (BENCHMARKS.parent / "docs" / "models"
+            / "recurrent_attention.md").read_text()
+    page = " ".join(text.split())
+    for name, record in (("recurrent_attention_digits", main),
+                         ("recurrent_attention_digits_trials", trials)):
+        assert f"<!-- results {name} -->" in text
+        assert module.summary(record["rows"]) == record["summary"]
+    found = {line["variant"]: line for line in main["summary"].values()}
+    assert sorted(found) == ["cnn", "majority", "ram1", "ram2", "ram4",
+                             "ram6", "told"]
+    assert all(len(line["seeds"]) == 3 for line in found.values())
+    assert (f"One fixed look at the centre reads {_points(found['ram1'])} "
+            f"of the held-out canvases, 2 glimpses {_points(found['ram2'])},"
+            f" 4 glimpses {_points(found['ram4'])} and 6 glimpses "
+            f"{_points(found['ram6'])}") in page
+    wins = sum(six > four for six, four in zip(
+        found["ram6"]["test_accuracy"], found["ram4"]["test_accuracy"]))
+    assert f"(6 beat 4 in {wins} seed{'s' * (wins != 1)} of 3)" in page
+    assert (f"most common training class reads "
+            f"{100 * found['majority']['test_accuracy_mean']:.1f}%") in page
+    lead = 100 * (found["cnn"]["test_accuracy_mean"]
+                  - found["ram6"]["test_accuracy_mean"])
+    assert (f"The CNN of its size reads {_points(found['cnn'])}, "
+            f"{lead:.1f} points above 6 glimpses") in page
+    assert f"given one glimpse at the digit's true place, read " \
+           f"{_points(found['told'])}" in page
+    minutes = {}
+    for row in main["rows"]:
+        minutes[row["seed"]] = minutes.get(row["seed"], 0) + row.get(
+            "seconds", 0) / 60
+    assert (f"a seed's six models took {min(minutes.values()):.1f}–"
+            f"{max(minutes.values()):.1f} minutes") in page
+    # The trials' sigma 0.2 runs are the table's 4-glimpse runs, to the
+    # digit: the same seeds give the same model.
+    same = [row["test_accuracy"] for row in trials["rows"]
+            if row["variant"] == "ram4" and row["location_std"] == 0.2
+            and row["learning_rate"] == 0.001]
+    assert same == found["ram4"]["test_accuracy"]
+    lines = {(line["location_std"], line["learning_rate"]): line
+             for line in trials["summary"].values()
+             if line["variant"] == "ram4"}
+    best = lines[(0.2, 0.001)]
+    assert max(lines.values(), key=lambda line: line[
+        "test_accuracy_mean"]) is best
+    assert f"**σ 0.2 reads best**, {_points(best)}" in page
+    for key, name in (((0.1, 0.001), "σ 0.1"), ((0.3, 0.001), "σ 0.3"),
+                      ((0.2, 0.002), "Adam 2·10⁻³")):
+        other = lines[key]
+        gap = 100 * (best["test_accuracy_mean"] - other["test_accuracy_mean"])
+        spread = 100 * max(best["test_accuracy_std"],
+                           other["test_accuracy_std"])
+        where = "beyond" if gap > spread else "within"
+        assert f"{name} reads {_points(other)}" in page or (
+            f"{name} {_points(other)}" in page), name
+        assert f"({gap:.1f} points lower, {where} the larger spread)" in page \
+            or f"({gap:.1f} lower, {where} it)" in page, name
