@@ -20,9 +20,8 @@ Run: `python benchmarks/image_structure.py [--datasets mnist,fashion]
 
 import argparse
 
-import numpy as np
-
 import harness
+import numpy as np
 import sagan_mnist
 
 NAME = "image_structure"

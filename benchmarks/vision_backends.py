@@ -50,7 +50,7 @@ NAME = "vision_backends"
 BACKENDS = ("jax", "tensorflow")
 # name -> what one example is, the batch, the default examples timed a pass
 MODELS = {
-    "ram6": dict(unit="canvases", batch=64, examples=1024),
+    "ram6": dict(unit="canvases", batch=64, examples=4096),
     "image_transformer_local_2d": dict(unit="images", batch=32, examples=96),
     "image_transformer_full": dict(unit="images", batch=32, examples=64),
     "captioner_soft": dict(unit="scenes", batch=64, examples=1024),
