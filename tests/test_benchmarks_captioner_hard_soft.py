@@ -61,8 +61,10 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
         str(digits), "--epochs", "2", "--scenes", "96",
         "--validation-scenes", "20", "--test-scenes", "30", "--validation",
         "20", "--test", "20", "--batch-size", "32", "--variance-draws", "2",
-        "--verbose", "0", "--seeds", "0", timeout=600)
+        "--verbose", "0", "--seeds", "0", "--off-scoreboard",
+        "a smoke run", timeout=600)
     rows = record["rows"]
+    assert record["off_scoreboard"] == "a smoke run"
     assert [(row["variant"], row["seed"]) for row in rows] == [
         ("soft", 0), ("hard", 0)]
     for row in rows:
@@ -71,6 +73,12 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
         assert row["validation_bleu"] == pytest.approx(
             max(row["validation_curve"]), abs=0.01)
         assert row["test_bleu"] == row["beam3"]["bleu"]
+        # The best epoch's share of validation digits, and the setting
+        # each row ran at (an --append of another setting keeps both).
+        assert 0 <= row["validation_digits"] <= 1
+        assert row["setting"] == {"filters": [16, 32, 32], "coordinates": 1,
+                                  "pretrain_epochs": 3,
+                                  "reinforce_weight": 0.1}
         for key in ("greedy", "beam3"):
             assert 0 <= row[key]["exact"] <= 1
             assert 0 <= row[key]["digits"] <= 1
