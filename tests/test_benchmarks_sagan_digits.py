@@ -110,3 +110,51 @@ def test_a_wrong_option_is_one_line(arguments, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_page_states_the_results_files_figures(monkeypatch):
+    """docs/models/sagan.md renders the committed file and states its
+    figures: means, spreads, medians, the rank test, the floor, γ and
+    the minutes; "every seed" only if every seed says so."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = load_script("sagan_digits", monkeypatch)
+    record = json.loads((BENCHMARKS / "results" / "sagan_digits.json")
+                        .read_text())
+    text = (BENCHMARKS.parent / "docs" / "models" / "sagan.md").read_text()
+    page = " ".join(text.split())
+    assert "<!-- results sagan_digits -->" in text
+    found = module.summary(record["rows"])
+    assert found == record["summary"]
+    plain, attention, verdict = (found["plain"], found["attention"],
+                                 found["verdict"])
+    assert plain["seeds"] == attention["seeds"] == 3
+    assert (f"{plain['frechet_distance_mean']:.2f} ± "
+            f"{plain['frechet_distance_std']:.2f} without the block against "
+            f"{attention['frechet_distance_mean']:.2f} ± "
+            f"{attention['frechet_distance_std']:.2f} with it (medians "
+            f"{plain['frechet_distance_median']:.2f} and "
+            f"{attention['frechet_distance_median']:.2f}; Mann-Whitney U = "
+            f"{verdict['mann_whitney_u']:g} of 9, one-sided p = "
+            f"{verdict['p_value']:.3f}") in page
+    by_seed = {}
+    for row in record["rows"]:
+        if row["variant"] != "floor":
+            by_seed.setdefault(row["seed"], {})[row["variant"]] = row
+    if "Every seed favours the plain GAN" in page:
+        assert all(pair["plain"]["frechet_distance"]
+                   < pair["attention"]["frechet_distance"]
+                   for pair in by_seed.values())
+    assert not verdict["block_helps"]
+    assert "**At this size the block does not help.**" in page
+    (floor,) = [row for row in record["rows"] if row["variant"] == "floor"]
+    assert f"held-out ones, is {floor['frechet_distance']:.2f}" in page
+    gammas = [by_seed[seed]["attention"]["gamma_generator"]
+              for seed in sorted(by_seed)]
+    assert ("γ stays small after 3,000 steps ("
+            + ", ".join(f"{g:+.3f}".replace("-", "−") for g in gammas)
+            + ")") in page
+    sizes = [abs(by_seed[seed]["attention"]["gamma_discriminator"])
+             for seed in by_seed]
+    assert f"reaches {min(sizes):.2f}–{max(sizes):.2f} in size" in page
+    minutes = sum(row.get("seconds", 0) for row in record["rows"]) / 60
+    assert f"the six GANs took {minutes:.0f} minutes" in page
