@@ -257,6 +257,11 @@ def _variants(record):
     return lines
 
 
+def _plus_minus(spread, seeds, spec):
+    """A table's spread cell: `±spread` over several seeds, else —."""
+    return f"±{spread:{spec}}" if seeds > 1 else "—"
+
+
 def _commands(record):
     """A file written by several commands (`--append`, or runs merged)
     names them, in order, above its tables; else nothing."""
@@ -398,8 +403,7 @@ def _ram(record):
         lines.append(
             f"| {line['label']} (`{variant}`) | {line['seeds']} | "
             f"**{line['test_error_mean']:.2%}** | "
-            + (f"±{line['test_error_std']:.2%}" if line["seeds"] > 1
-               else "—")
+            + _plus_minus(line["test_error_std"], line["seeds"], ".2%")
             + f" | {cells}{'—' if paper is None else f'{paper:.2%}'} |")
     rule = record.get("majority_rule_test_error")
     if rule is not None:
@@ -609,8 +613,7 @@ def _sagan_digits(record):
         lines.append(
             f"| {line['label']} | {line['seeds']} | "
             f"**{line['frechet_distance_mean']:.2f}** | "
-            + (f"±{line['frechet_distance_std']:.2f}" if line["seeds"] > 1
-               else "—")
+            + _plus_minus(line["frechet_distance_std"], line["seeds"], ".2f")
             + f" | {line['frechet_distance_median']:.2f} | {each} | "
             f"{line['seconds_mean']:.0f} |")
     for row in rows:
@@ -649,8 +652,8 @@ def _recurrent_attention_digits(record):
             f"{line['location_std']:g} | {line['learning_rate']:g} | "
             f"{line['epochs']} | {len(line['seeds'])} | "
             f"**{line['test_accuracy_mean']:.1%}** | "
-            + (f"±{line['test_accuracy_std']:.1%}"
-               if len(line["seeds"]) > 1 else "—")
+            + _plus_minus(line["test_accuracy_std"], len(line["seeds"]),
+                          ".1%")
             + " | " + ", ".join(f"{value:.1%}"
                                 for value in line["test_accuracy"])
             + f" | {'—' if count is None else f'{count:,}'} | "
@@ -741,8 +744,7 @@ def _image_transformer(record):
         lines.append(
             f"| {line['label']} (`{variant}`) | {line['seeds']} | "
             f"**{line['test_nll_mean']:.2f}** | "
-            + (f"±{line['test_nll_std']:.2f}" if line["seeds"] > 1
-               else "—")
+            + _plus_minus(line["test_nll_std"], line["seeds"], ".2f")
             + f" | {line['seconds_per_epoch_mean']:,.0f} | "
             f"{line['examples_per_second_mean']:,.1f} |")
     baselines = record.get("baselines", {})
@@ -816,8 +818,7 @@ def _image_transformer_digits(record):
         lines.append(
             f"| {line['label']} (`{variant}`) | {line['seeds']} | "
             f"**{line['test_bits_per_dim_mean']:.3f}** | "
-            + (f"±{line['test_bits_per_dim_std']:.3f}" if line["seeds"] > 1
-               else "—")
+            + _plus_minus(line["test_bits_per_dim_std"], line["seeds"], ".3f")
             + f" | {'—' if seconds is None else f'{seconds:.0f}'} |")
     found = record.get("comparison")
     if found:
