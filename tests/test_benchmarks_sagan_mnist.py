@@ -315,3 +315,22 @@ def test_the_page_states_the_earlier_sweeps_figures():
             f"({min(distances['plain']):.2f}–{max(distances['plain']):.2f})"
             ) in page
     assert max(others) < min(distances["plain"])
+
+
+def test_the_page_states_the_runs_processor_seconds_and_minutes():
+    record = json.loads((BENCHMARKS / "results" / "sagan_mnist.json")
+                        .read_text())
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" / "sagan.md")
+                    .read_text().split())
+
+    def span(values, spec=".1f"):
+        return f"{min(values):{spec}}–{max(values):{spec}}"
+
+    cpu = {variant: [row["cpu_seconds_per_epoch"] for row in record["rows"]
+                     if row["variant"] == variant]
+           for variant in ("plain", "attention")}
+    minutes = [row["train_seconds"] / 60 for row in record["rows"]]
+    assert (f"an epoch of {record['data']['sizes']['train']:,} images took "
+            f"{span(cpu['attention'])} s of processor time with the block "
+            f"and {span(cpu['plain'])} s without, and a run "
+            f"{span(minutes)} minutes of training") in page

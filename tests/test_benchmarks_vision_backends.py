@@ -134,3 +134,49 @@ def test_one_real_child_measures_a_positive_rate(module, tmp_path,
     assert found["backend"] == keras.backend.backend()
     assert math.isfinite(found["examples_per_s"])
     assert found["examples_per_s"] > 0
+
+
+def _page(name):
+    text = (BENCHMARKS.parent / "docs" / "models" / f"{name}.md").read_text()
+    return " ".join(text.split())
+
+
+def test_the_pages_state_the_results_files_rates_and_ratios():
+    """The RAM, Image Transformer, captioner and SAGAN pages state the
+    committed file's medians and ratios, and name the faster backend as
+    the file does."""
+    record = json.loads((BENCHMARKS / "results" / "vision_backends.json")
+                        .read_text())
+    rows = {row["model"]: row for row in record["rows"]}
+    assert set(rows) == {"ram6", "image_transformer_local_2d",
+                         "image_transformer_full", "captioner_soft",
+                         "captioner_hard", "sagan_attention"}
+    assert all(len(row["runs"][backend]) == record["repeats"] == 3
+               for row in rows.values() for backend in ("jax", "tensorflow"))
+    ram = rows["ram6"]
+    assert ram["tensorflow_over_jax"] < 1  # JAX is the RAM's backend
+    assert (f"trains {ram['jax_examples_per_s']:,.0f} canvases a second on "
+            f"JAX against {ram['tensorflow_examples_per_s']:,.0f} on "
+            f"TensorFlow, {1 / ram['tensorflow_over_jax']:.2f} times as fast"
+            ) in _page("recurrent_attention")
+    local, full = (rows["image_transformer_local_2d"],
+                   rows["image_transformer_full"])
+    assert min(local["tensorflow_over_jax"], full["tensorflow_over_jax"]) > 1
+    assert (f"it trains {local['tensorflow_over_jax']:.2f} times as fast as "
+            f"JAX with local attention and {full['tensorflow_over_jax']:.2f}"
+            f" times with full attention") in _page("image-transformer")
+    soft, hard = rows["captioner_soft"], rows["captioner_hard"]
+    assert min(soft["tensorflow_over_jax"], hard["tensorflow_over_jax"]) > 1
+    assert (f"runs {soft['tensorflow_examples_per_s']:.1f} scenes/s (soft) "
+            f"and {hard['tensorflow_examples_per_s']:.1f} (hard) on "
+            f"TensorFlow against {soft['jax_examples_per_s']:.1f} and "
+            f"{hard['jax_examples_per_s']:.1f} on JAX, "
+            f"{soft['tensorflow_over_jax']:.2f} and "
+            f"{hard['tensorflow_over_jax']:.2f} times as fast"
+            ) in _page("captioner")
+    sagan = rows["sagan_attention"]
+    assert sagan["tensorflow_over_jax"] > 1
+    assert (f"at {sagan['tensorflow_examples_per_s']:.1f} images a second "
+            f"against {sagan['jax_examples_per_s']:.1f} under JAX, "
+            f"{sagan['tensorflow_over_jax']:.2f} times as fast"
+            ) in _page("sagan")
