@@ -458,6 +458,9 @@ def _captioner(record):
     then every run with its decodings and the estimator's variance."""
     rows, lines = record["rows"], _commands(record)
     beam = next(key for key in rows[0] if key.startswith("beam"))
+    if len({json.dumps(row.get("setting"), sort_keys=True)
+            for row in rows}) > 1:
+        return lines + _captioner_settings(rows)
     lines += [f"| attention | seeds | test BLEU-4 ({beam.replace('beam', 'beam ')}) "
               "| greedy BLEU-4 | exact captions (greedy) | digits right "
               "(greedy) | Xu et al. 2015, Flickr8k BLEU-4 |",
@@ -510,6 +513,32 @@ def _captioner(record):
                   + ", ".join(f"{count:,} {split}" for split, count
                               in data.get("digits", {}).items())
                   + f"; split seed {data.get('split_seed')}."]
+    return lines
+
+
+def _captioner_settings(rows):
+    """Runs of `captioner_hard_soft.py` at different settings (the
+    choices): one line a run, its setting beside what it reached."""
+    lines = ["| attention | seed | locations (CNN filters) | CoordConv | "
+             "encoder pretraining (epochs; validation digits named) | λᵣ | "
+             "validation digits at their place (best epoch) | validation "
+             "BLEU | epochs | training min |", "|---|---|---|---|---|---|---|"
+             "---|---|---|"]
+    for row in rows:
+        setting = row["setting"]
+        pooled = 2 ** len(setting["filters"])
+        pretrained = row.get("pretrained_accuracy")
+        lines.append(
+            f"| `{row['variant']}` | {row['seed']} | "
+            f"{(40 // pooled) * (80 // pooled)} "
+            f"({', '.join(map(str, setting['filters']))}) | "
+            f"{'yes' if setting['coordinates'] else 'no'} | "
+            + (f"{setting['pretrain_epochs']}; {pretrained:.1%}"
+               if pretrained is not None else "none")
+            + f" | {setting['reinforce_weight']:g} | "
+            f"**{row['validation_digits']:.1%}** ({row['best_epoch']}) | "
+            f"{row['validation_bleu']:.2f} | {row['epochs']} | "
+            f"{row['train_seconds'] / 60:.1f} |")
     return lines
 
 

@@ -338,3 +338,28 @@ def test_the_30_epoch_sections_figures_are_its_results_file(monkeypatch):
     assert (f"Soft attention passes 90 validation BLEU after {soft_passes} "
             f"epochs on every seed; hard attention after {hard_passes} "
             f"({seed0} for seed {runs['hard'][0]['seed']}).") in page
+
+
+def test_runs_at_different_settings_render_one_line_each(monkeypatch):
+    """A file of the choices (rows at different settings) renders each
+    run beside its setting, not a mean over settings."""
+    def row(variant, filters, coordinates, pretrain, digits, pretrained):
+        return {"variant": variant, "seed": 0, "epochs": 9, "best_epoch": 9,
+                "validation_bleu": 70.0, "validation_digits": digits,
+                "pretrained_accuracy": pretrained, "train_seconds": 600.0,
+                "test_bleu": 70.0, "beam3": {"bleu": 70.0},
+                "setting": {"filters": filters, "coordinates": coordinates,
+                            "pretrain_epochs": pretrain,
+                            "reinforce_weight": 0.1}}
+    record = {"benchmark": "captioner_hard_soft", "command": "c",
+              "when": "w", "machine": {
+                  "backend": "tensorflow", "device": "cpu", "cpu": "x",
+                  "cores": 2, "cpu_flags": [], "keras": "3"},
+              "rows": [row("soft", [16, 32], 0, 0, 0.294, None),
+                       row("hard", [16, 32, 32], 1, 3, 0.908, 0.872)]}
+    text = "\n".join(load_script("summary", monkeypatch).render(record))
+    assert ("| `soft` | 0 | 200 (16, 32) | no | none | 0.1 | **29.4%** (9) "
+            "| 70.00 | 9 | 10.0 |") in text
+    assert ("| `hard` | 0 | 50 (16, 32, 32) | yes | 3; 87.2% | 0.1 | "
+            "**90.8%** (9) |") in text
+    assert "paper_bleu4" not in text and "Xu et al." not in text
