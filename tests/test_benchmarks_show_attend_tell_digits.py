@@ -155,3 +155,70 @@ def test_a_wrong_option_is_one_line(arguments, message):
     assert result.returncode == 2
     assert message in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _pm(line, metric):
+    return (f"{100 * line[f'{metric}_mean']:.1f}% ± "
+            f"{100 * line[f'{metric}_std']:.1f}")
+
+
+def test_the_page_states_the_results_files_figures(monkeypatch):
+    """docs/models/captioner.md renders the committed file and states
+    its figures: λ 1 against 0, soft against hard, the argmax decoding,
+    the rule with no weights, the variance ratios and the minutes; "on
+    every seed" only where every seed says so."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    module = load_script("show_attend_tell_digits", monkeypatch)
+    record = json.loads((BENCHMARKS / "results"
+                         / "show_attend_tell_digits.json").read_text())
+    text = (BENCHMARKS.parent / "docs" / "models" / "captioner.md").read_text()
+    page = " ".join(text.split())
+    assert "<!-- results show_attend_tell_digits -->" in text
+    found = module.summary(record["rows"])
+    assert found == record["summary"]
+    one, zero, hard = (found["soft, lambda 1"], found["soft, lambda 0"],
+                       found["hard, lambda 0"])
+    assert one["seeds"] == zero["seeds"] == hard["seeds"] == [0, 1, 2]
+
+    def exact(variant):
+        return [row["greedy_exact"] for row in record["rows"]
+                if row["variant"] == variant]
+
+    assert all(a > b for a, b in zip(exact("soft, lambda 0"),
+                                     exact("soft, lambda 1")))
+    assert (f"With λ = 1 the greedy captions are exactly right on "
+            f"{_pm(one, 'greedy_exact')} of the held-out scenes, with λ = 0 "
+            f"on {_pm(zero, 'greedy_exact')}, ahead on every seed") in page
+    rule = found["most common caption"]
+    assert (f"exactly right on {100 * rule['greedy_exact_mean']:.1f}% of "
+            f"them (BLEU {rule['greedy_bleu_mean']:.1f})") in page
+    assert all(a < b for a, b in zip(exact("hard, lambda 0"),
+                                     exact("soft, lambda 0")))
+    gap = 100 * (zero["greedy_exact_mean"] - hard["greedy_exact_mean"])
+    assert (f"Hard attention is behind soft by {gap:.1f} points** of greedy "
+            f"exact match, {_pm(hard, 'greedy_exact')} against "
+            f"{_pm(zero, 'greedy_exact')}, behind on every seed") in page
+    assert hard["argmax_exact_mean"] < hard["greedy_exact_mean"]
+    assert (f"instead of the expectation gives {_pm(hard, 'argmax_exact')},"
+            f" a little worse") in page
+    variances = [row for row in record["rows"] if "variance_before" in row]
+
+    def span(values, spec):
+        return f"{min(values):{spec}}–{max(values):{spec}}"
+
+    for when, spec in (("before", ".1f"), ("after", ".1f")):
+        assert (f"{span(hard['variance_ratio'][when], spec)}×") in page, when
+    assert (f"(a mean NLL of "
+            f"{span([r['variance_before']['mean_nll'] for r in variances], '.2f')})"
+            ) in page
+    assert (f"the NLL is near zero ("
+            f"{span([r['variance_after']['mean_nll'] for r in variances], '.2f')})"
+            ) in page
+    minutes = [row["seconds"] / 60 for row in record["rows"]
+               if "seconds" in row]
+    assert f"a model took {span(minutes, '.1f')} minutes" in page
+    # The real-digit benchmark's gap the section points to.
+    real = json.loads((BENCHMARKS / "results" / "captioner_hard_soft.json")
+                      .read_text())["summary"]
+    behind = real["soft"]["bleu_mean"] - real["hard"]["bleu_mean"]
+    assert f"hard attention comes within {behind:.2f} BLEU of soft" in page
