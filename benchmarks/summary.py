@@ -460,7 +460,7 @@ def _captioner(record):
     beam = next(key for key in rows[0] if key.startswith("beam"))
     if len({json.dumps(row.get("setting"), sort_keys=True)
             for row in rows}) > 1:
-        return lines + _captioner_settings(rows)
+        return lines + _captioner_settings(record)
     lines += [f"| attention | seeds | test BLEU-4 ({beam.replace('beam', 'beam ')}) "
               "| greedy BLEU-4 | exact captions (greedy) | digits right "
               "(greedy) | Xu et al. 2015, Flickr8k BLEU-4 |",
@@ -516,9 +516,11 @@ def _captioner(record):
     return lines
 
 
-def _captioner_settings(rows):
+def _captioner_settings(record):
     """Runs of `captioner_hard_soft.py` at different settings (the
-    choices): one line a run, its setting beside what it reached."""
+    choices): one line a run, its setting beside what it reached, then
+    the rule with no weights."""
+    rows = record["rows"]
     lines = ["| attention | seed | locations (CNN filters) | CoordConv | "
              "encoder pretraining (epochs; validation digits named) | λᵣ | "
              "validation digits at their place (best epoch) | validation "
@@ -539,6 +541,11 @@ def _captioner_settings(rows):
             f"**{row['validation_digits']:.1%}** ({row['best_epoch']}) | "
             f"{row['validation_bleu']:.2f} | {row['epochs']} | "
             f"{row['train_seconds'] / 60:.1f} |")
+    rule = record.get("baselines", {}).get("frequent_digits")
+    if rule:
+        lines += ["", f"With no weights, always \"{rule['caption']}\" names "
+                  f"{rule['digits']:.1%} of the test digits at their place "
+                  f"(BLEU {rule['bleu']:.2f})."]
     return lines
 
 

@@ -363,3 +363,41 @@ def test_runs_at_different_settings_render_one_line_each(monkeypatch):
     assert ("| `hard` | 0 | 50 (16, 32, 32) | yes | 3; 87.2% | 0.1 | "
             "**90.8%** (9) |") in text
     assert "paper_bleu4" not in text and "Xu et al." not in text
+
+
+def test_the_choices_figures_are_their_results_file():
+    """The page's design choices (CoordConv, 200 against 50 locations,
+    the pretrained encoder) state `captioner_hard_soft_choices.json`
+    and the claim's file, which stays the only one on the scoreboard."""
+    results = BENCHMARKS / "results"
+    record = json.loads((results / "captioner_hard_soft_choices.json")
+                        .read_text())
+    assert record["off_scoreboard"]
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" / "captioner.md")
+                    .read_text().split())
+    assert "<!-- results captioner_hard_soft_choices -->" in page
+
+    def run(variant, filters, coordinates):
+        (found,) = [row for row in record["rows"]
+                    if row["variant"] == variant
+                    and row["setting"]["filters"] == filters
+                    and row["setting"]["coordinates"] == coordinates]
+        assert found["seed"] == 0 and found["epochs"] == 9
+        return found["validation_digits"]
+
+    blind, placed = run("soft", [16, 32], 0), run("soft", [16, 32], 1)
+    assert blind < placed
+    assert (f"named {blind:.1%} of the validation digits at their place, "
+            f"{placed:.1%} with them") in page
+    many, few = run("hard", [16, 32], 1), run("hard", [16, 32, 32], 1)
+    rule = record["baselines"]["frequent_digits"]["digits"]
+    assert many < rule + 0.02 < few  # the prior, then learning
+    assert (f"never left the caption prior: {many:.1%} of the digits, where "
+            f"always writing the most frequent digit at each place names "
+            f"{rule:.1%}") in page
+    assert f"each seeing about one digit) it learns: {few:.1%}" in page
+    pretrained = [row["pretrained_accuracy"] for row in json.loads(
+        (results / "captioner_hard_soft.json").read_text())["rows"]]
+    assert (f"(3 epochs; {100 * min(pretrained):.1f}–"
+            f"{100 * max(pretrained):.1f}% of validation digits in the runs "
+            f"below)") in page
