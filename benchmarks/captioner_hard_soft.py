@@ -40,8 +40,8 @@ model stayed on the caption prior (10.7% of the validation digits
 named after 9 epochs, where the prior's rule names 11.3%; the same
 file): a drawn location then hits the digit being named about one time
 in eight, so the LSTM learns to ignore what it reads and the reward
-never depends on where it looks. The doubly stochastic penalty is off for both (λ = 0). The rules
-with no weights: the training scenes' most frequent digit at each place,
+never depends on where it looks. The doubly stochastic penalty is off
+for both (λ = 0). The rules with no weights: the training scenes' most frequent digit at each place,
 and that rule's caption.
 
 Backend: TensorFlow (the decoders are `tf.function`s). `--speed` times a
