@@ -41,8 +41,8 @@ named after 9 epochs, where the prior's rule names 11.3%; the same
 file): a drawn location then hits the digit being named about one time
 in eight, so the LSTM learns to ignore what it reads and the reward
 never depends on where it looks. The doubly stochastic penalty is off
-for both (λ = 0). The rules with no weights: the training scenes' most frequent digit at each place,
-and that rule's caption.
+for both (λ = 0). The rules with no weights: the training scenes' most
+frequent digit at each place, and that rule's caption.
 
 Backend: TensorFlow (the decoders are `tf.function`s). `--speed` times a
 training step on any backend: `KERAS_BACKEND=jax python
