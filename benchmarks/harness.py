@@ -447,6 +447,15 @@ def seed_list(text):
     return seeds
 
 
+def add_example_arguments(parser, default_name):
+    """The options of a benchmark that runs an example over seeds:
+    `--seeds` (default 0,1,2), `--append` and the results file's."""
+    parser.add_argument("--seeds", type=seed_list, default=[0, 1, 2])
+    parser.add_argument("--append", action="store_true",
+                        help="add this command's rows to the results file's")
+    add_results_arguments(parser, default_name)
+
+
 def mean_and_spread(values):
     """(mean, sample standard deviation; 0 for one value) of `values`."""
     values = list(values)

@@ -104,7 +104,6 @@ def summary(rows):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    p.add_argument("--seeds", type=harness.seed_list, default=[0, 1, 2])
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--train-size", type=int, default=24000)
     p.add_argument("--location-std", type=float, default=0.2)
@@ -112,9 +111,7 @@ def main(argv=None):
     p.add_argument("--glimpses", default="1,2,4,6")
     p.add_argument("--no-cnn", action="store_true")
     p.add_argument("--oracle", type=int, default=1, choices=(0, 1))
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
-    harness.add_results_arguments(p, NAME)
+    harness.add_example_arguments(p, NAME)
     args = p.parse_args(argv)
     for flag in ("epochs", "train_size", "location_std", "learning_rate"):
         if getattr(args, flag) <= 0:

@@ -79,11 +79,8 @@ def summary(rows):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    p.add_argument("--seeds", type=harness.seed_list, default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
-    harness.add_results_arguments(p, NAME)
+    harness.add_example_arguments(p, NAME)
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error(f"--steps must be an int >= 1, received: {args.steps}")

@@ -87,15 +87,12 @@ def summary(rows):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    p.add_argument("--seeds", type=harness.seed_list, default=[0, 1, 2])
     p.add_argument("--attention", default="soft", choices=(
         "soft", "hard", "soft,hard"))
     p.add_argument("--lambdas", default="1,0")
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--train-size", type=int, default=8000)
-    p.add_argument("--append", action="store_true",
-                   help="add this command's rows to the results file's")
-    harness.add_results_arguments(p, NAME)
+    harness.add_example_arguments(p, NAME)
     args = p.parse_args(argv)
     if args.epochs < 1 or args.train_size < 1:
         p.error(f"--epochs and --train-size must be ints >= 1, received: "
