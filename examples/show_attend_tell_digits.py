@@ -16,8 +16,9 @@ on scenes composed from scikit-learn's bundled 8x8 digits
 λ and seed asked for, decodes held-out scenes with the package's greedy
 and beam search, measures the REINFORCE estimator's gradient variance with
 and without its baseline, and draws the attention of a few scenes. About
-five minutes on two CPU cores with the defaults (one soft model for each
-of λ = 1 and 0).
+ten minutes on one busy CPU core with the defaults (one soft model for
+each of λ = 1 and 0); `benchmarks/show_attend_tell_digits.py` runs it
+over seeds.
 
 Run: `python examples/show_attend_tell_digits.py [--epochs E]
 [--output-dir DIR] [--lambdas 1,0] [--attention soft,hard] [--seeds 0,1,2]`.
