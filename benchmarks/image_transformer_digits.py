@@ -61,12 +61,11 @@ def summary(rows):
     out = {}
     for variant in dict.fromkeys(row["variant"] for row in rows):
         mine = [row for row in rows if row["variant"] == variant]
-        values = [row["test_bits_per_dim"] for row in mine]
+        mean, spread = harness.mean_and_spread(
+            row["test_bits_per_dim"] for row in mine)
         out[variant] = {
-            "label": LABELS[variant], "seeds": len(values),
-            "test_bits_per_dim_mean": statistics.fmean(values),
-            "test_bits_per_dim_std": (statistics.stdev(values)
-                                      if len(values) > 1 else 0.0)}
+            "label": LABELS[variant], "seeds": len(mine),
+            "test_bits_per_dim_mean": mean, "test_bits_per_dim_std": spread}
         if "train_seconds" in mine[0]:
             out[variant]["train_seconds_mean"] = statistics.fmean(
                 row["train_seconds"] for row in mine)

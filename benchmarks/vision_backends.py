@@ -40,6 +40,7 @@ import pathlib
 import subprocess
 import sys
 import time
+from statistics import median
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
@@ -221,14 +222,6 @@ def run_child(model_name, backend, examples, epochs, data=None):
         sys.exit(f"{model_name} on {backend} failed: it ran on "
                  f"{found['backend']}")
     return found["examples_per_s"]
-
-
-def median(values):
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    if len(ordered) % 2:
-        return ordered[middle]
-    return (ordered[middle - 1] + ordered[middle]) / 2
 
 
 def compare(models, repeats, examples, epochs, data=None):
