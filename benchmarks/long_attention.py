@@ -145,6 +145,100 @@ def compare(candidates, length, repeats):
     return harness.interleaved(runs, repeats, warmup=1)
 
 
+def product_flops(candidate, length):
+    """Matrix-product FLOPs of one step of `candidate` (`ours`, `ours
+    dense` or `keras`), or None: the four D x D projections (forward, and
+    the input's and the kernel's gradients), and the attention products,
+    2 H FLOPs a (query, key) pair each. The dense cores make 6 over all
+    T^2 pairs (forward 2, gradient 4); the block-wise core (ours from
+    1,024 positions) makes 7 over the pairs of the causal blocks it meets
+    (forward 2, gradient 5: it recomputes the scores)."""
+    from keras_attention.layers.multi_head_attention import BLOCKWISE_MIN_LENGTH
+    from keras_attention.ops.blockwise import default_block_size
+
+    projections = 4 * 3 * 2 * BATCH * length * MODEL_DIM**2
+    if candidate == "ours" and length >= BLOCKWISE_MIN_LENGTH:
+        block = default_block_size(BATCH, HEADS, length, length)
+        blocks = -(-length // block)
+        pairs = BATCH * HEADS * block**2 * blocks * (blocks + 1) // 2
+        products = 7
+    elif candidate in ("ours", "ours dense", "keras"):
+        pairs, products = BATCH * HEADS * length**2, 6
+    else:
+        return None
+    return projections + products * 2 * HEAD_SIZE * pairs
+
+
+# Full passes over a block's (B, N, b, k) float32 scores that the
+# block-wise core makes (ops/_blockwise_tf.py): forward, the scores'
+# product written, the fused softmax read and written, the weights read
+# by the value product (4); gradient, the scores again (1 + 2), dP - D
+# written (1), dS = P (dP - D) (3), and dS or P read by the three
+# products (3).
+CORE_PASSES = 4 + 10
+
+
+def roofline(timing, length, rate):
+    """Per candidate: FLOPs, the time at the machine's measured matmul
+    `rate` (GFLOP/s), the achieved rate and its share of `rate`; and the
+    block-wise core's score traffic in bytes."""
+    from keras_attention.ops.blockwise import default_block_size
+
+    out = {"matmul_gflops": rate}
+    for candidate, value in timing.items():
+        flops = product_flops(candidate, length)
+        if flops is None:
+            continue
+        seconds = value["median_ms"] / 1e3
+        out[candidate] = {"flops": flops,
+                          "bound_ms": flops / (rate * 1e9) * 1e3,
+                          "achieved_gflops": flops / seconds / 1e9,
+                          "of_matmul_rate": flops / seconds / 1e9 / rate}
+    if "ours" in out:
+        block = default_block_size(BATCH, HEADS, length, length)
+        blocks = -(-length // block)
+        pairs = BATCH * HEADS * block**2 * blocks * (blocks + 1) // 2
+        out["ours"]["score_bytes"] = CORE_PASSES * 4 * pairs
+    return out
+
+
+def profile(candidate, length):
+    """Per-op-type milliseconds of one warm step (TensorFlow's profiler,
+    op time summed over its threads), the largest first."""
+    import collections
+    import glob
+    import tempfile
+
+    import tensorflow as tf
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+
+    _, run = build(candidate, length)
+    run()
+    run()
+    with tempfile.TemporaryDirectory() as directory:
+        tf.profiler.experimental.start(directory)
+        started = time.perf_counter()
+        run()
+        wall = time.perf_counter() - started
+        tf.profiler.experimental.stop()
+        path = glob.glob(f"{directory}/**/*.xplane.pb", recursive=True)[0]
+        space = xplane_pb2.XSpace()
+        with open(path, "rb") as f:
+            space.ParseFromString(f.read())
+    total = collections.Counter()
+    for plane in space.planes:
+        names = {key: meta.name for key, meta in plane.event_metadata.items()}
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute"):
+                continue
+            for event in line.events:
+                op = names.get(event.metadata_id, "?").split(":")[-1]
+                if op != "Process":
+                    total[op] += event.duration_ps / 1e9
+    return {"wall_ms": wall * 1e3,
+            "op_ms": dict(sorted(total.items(), key=lambda kv: -kv[1]))}
+
+
 def fmt_gib(value):
     return "–" if value is None else f"{value / 2**30:.2f}"
 
@@ -162,9 +256,17 @@ def main():
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
                         choices=CANDIDATES + RELATIVE_CANDIDATES
                         + COMPRESSED_CANDIDATES)
+    parser.add_argument("--profile", action="store_true",
+                        help="also profile one step of each candidate at "
+                        "the compare length (per-op time)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--profile-worker", help=argparse.SUPPRESS)
     harness.add_results_arguments(parser, "long_attention")
     args = parser.parse_args()
+    if args.profile_worker:
+        candidate, length = args.profile_worker.rsplit(":", 1)
+        print(json.dumps(profile(candidate, int(length))))
+        return
     if args.worker:
         candidate, length = args.worker.rsplit(":", 1)
         print(json.dumps(worker(candidate, int(length), args.repeats)))
@@ -211,7 +313,7 @@ def main():
     ratios = {}
     for name, (ours, reference, target) in {
             "ours_vs_dense": ("ours", "ours dense", 2),
-            "ours_vs_keras": ("ours", "keras", 8),
+            "ours_vs_keras": ("ours", "keras", 2.5),
             "relative_vs_dense": ("relative", "relative dense", 2),
             "compressed_vs_dense": ("compressed", "compressed dense",
                                     1)}.items():
@@ -243,12 +345,36 @@ def main():
                                                                   "exit"))]
     if keras_failed:
         print(f"- keras fails at T={keras_failed[0]:,}")
+    rate = harness.matmul_rate("float32", size=2048)
+    bounds = roofline(timing, args.compare_length, rate)
+    print(f"\nmachine: {rate:.0f} GFLOP/s float32 (2,048-square matmul, "
+          "this run)")
+    for candidate in args.candidates:
+        if candidate in bounds:
+            b = bounds[candidate]
+            print(f"- {candidate}: {b['flops'] / 1e9:,.0f} GFLOP of "
+                  f"products, {b['bound_ms']:,.0f} ms at that rate; "
+                  f"achieved {b['achieved_gflops']:.0f} GFLOP/s "
+                  f"({b['of_matmul_rate']:.0%})"
+                  + (f"; score traffic {b['score_bytes'] / 1e9:.1f} GB"
+                     if "score_bytes" in b else ""))
+    profiles = {}
+    if args.profile:
+        for candidate in args.candidates:
+            profiles[candidate] = harness.run_capped(
+                [sys.executable, os.path.abspath(__file__),
+                 "--profile-worker", f"{candidate}:{args.compare_length}"],
+                cap)
+            ops = list(profiles[candidate].get("op_ms", {}).items())[:6]
+            print(f"- profile of {candidate}: " + ", ".join(
+                f"{op} {ms:,.0f} ms" for op, ms in ops))
     harness.write_results(
         args.results_name or ("long_attention_quick" if args.quick
                               else "long_attention"),
         rows, directory=args.results_dir,
         comparison={"length": args.compare_length, "timing": timing,
-                    **ratios})
+                    **ratios},
+        roofline=bounds, **({"profile": profiles} if profiles else {}))
 
 
 if __name__ == "__main__":

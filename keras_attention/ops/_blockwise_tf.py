@@ -10,26 +10,36 @@ against the keys it may see, `(B, N, b, S_i)`, are the largest tensor
 alive: a causal block sees only the keys up to its last position, a
 windowed block only its band, so causal attention does half the work of
 the dense path and windowed attention work linear in the length. The
-softmax of a block is exact (its whole row is present); what is kept is
-the output and each row's log-sum-exp, `(B, N, T)`. The gradient
-recomputes the scores block by block instead of storing them
-(Rabe & Staats 2021; FlashAttention's backward): one pass over query
-blocks gives dQ, one over key blocks gives dK and dV, so the gradient
-needs no (T, S) tensor either.
+softmax of a block is exact (its whole row is present) and takes few
+passes over the block, since on CPU those passes, not the products,
+are what a block costs beyond its products: the logits are one product
+with the scale and the mask's bias in the form oneDNN fuses (`matmul *
+scale + bias`), the softmax is TensorFlow's fused one (a disallowed key
+gets a finite bias far below any logit, so no row is NaN), and the
+gradient's `dP - D` is one product too (`[dO, -D] [V, 1]^T`). Nothing
+is kept but the output and which rows attend anything: the gradient
+recomputes each block's weights with the same product and softmax
+(Rabe & Staats 2021; FlashAttention's backward), one pass over query
+blocks giving dQ and adding each block's share of dK and dV, so the
+gradient needs no (T, S) tensor either.
 
 Letters: B batch, N heads, T query length, S key length, H key size,
 D value size, b a block's rows, K the keys (or queries) a block meets.
 """
 
-import math
 
 import tensorflow as tf
 
 from keras_attention.ops._blockwise_relative_tf import RelativeTerms
 
+# The bias of a logit that may not be attended: finite, so that a fused
+# softmax of a row with no key at all is not NaN, and so far below any
+# logit that its weight is exactly 0 (exp underflows).
+_MASKED = -1e30
+
 # Each loop keeps at most this many blocks in flight (memory, not speed:
 # two cores gain nothing from more).
-_PARALLEL_ITERATIONS = 2
+_PARALLEL_ITERATIONS = 1
 
 
 def in_xla_context():
@@ -65,10 +75,8 @@ class _Plan:
         self.causal = causal
         self.window = window
         self.offset = tf.cast(query_offset, tf.int32)
-        # (B, Tk): 0 for keys that exist, -inf for padding and the block
-        # padding
-        self.key_bias = tf.where(
-            _pad_to(key_valid, 1, self.padded_keys, False), 0.0, -math.inf)
+        # (B, Tk) keys that exist (not padding, nor the block padding)
+        self.key_valid = _pad_to(key_valid, 1, self.padded_keys, False)
         # (B, Tq) queries that exist
         self.query_valid = _pad_to(query_valid, 1, self.padded_queries, False)
         # (B|1, N|1, Tq, Tk) or None
@@ -121,35 +129,44 @@ class _Plan:
     def bias(self, q_lo, q_hi, k_lo, k_hi):
         """The float32 logit bias of queries `[q_lo, q_hi)` and keys
         `[k_lo, k_hi)`, broadcastable to `(B, N, q, k)`: 0 where the query
-        may attend the key, -inf where it may not. Query padding is not
-        in it (its rows are zeroed on the output, a small tensor)."""
+        may attend the key (plus ALiBi's and a dense bias), `_MASKED`
+        where it may not; and whether each row may attend any key,
+        `(B|1, N|1, q|1, 1)` bool. Query padding is not in them (its rows
+        are zeroed on the output, a small tensor)."""
         # (B, k) -> (B, 1, 1, k)
-        bias = self.key_bias[:, None, None, k_lo:k_hi]
+        allowed = self.key_valid[:, None, None, k_lo:k_hi]
         if self.causal or self.window is not None or self.slopes is not None:
             queries = tf.range(q_lo, q_hi) + self.offset  # (q,)
             keys = tf.range(k_lo, k_hi)  # (k,)
             if self.stride > 1:  # each key at its group's last position
                 keys = keys * self.stride + (self.stride - 1)
+        if self.window is not None or self.slopes is not None:
             # (q, 1) - (1, k) -> (q, k)
             distance = queries[:, None] - keys[None, :]
+        if self.causal and self.window is None and self.slopes is None:
+            # (q, 1) >= (1, k): one pass, no distance tensor
+            allowed = tf.logical_and(allowed, queries[:, None] >= keys[None, :])
+        elif self.causal:
+            allowed = tf.logical_and(allowed, distance >= 0)
+        if self.window is not None:
+            allowed = tf.logical_and(allowed,
+                                     tf.abs(distance) <= self.window)
+        if self.mask is not None:
+            allowed = tf.logical_and(allowed,
+                                     self.mask[:, :, q_lo:q_hi, k_lo:k_hi])
+        dense = None
+        if self.dense_bias is not None:
+            dense = self.dense_bias[:, :, q_lo:q_hi, k_lo:k_hi]
+            # a logit the caller's bias sends to -inf is not attended
+            allowed = tf.logical_and(allowed, dense > _MASKED)
+        bias = tf.where(allowed, 0.0, _MASKED)
         if self.slopes is not None:
             # (1, N, 1, 1) * (q, k) -> (1, N, q, k): -slope |i - j|
             bias = bias + self.slopes * tf.cast(-tf.abs(distance),
                                                 tf.float32)
-        if self.causal or self.window is not None:
-            allowed = tf.ones_like(distance, tf.bool)
-            if self.causal:
-                allowed = distance >= 0
-            if self.window is not None:
-                allowed = tf.logical_and(allowed,
-                                         tf.abs(distance) <= self.window)
-            bias = bias + tf.where(allowed, 0.0, -math.inf)
-        if self.mask is not None:
-            bias = bias + tf.where(self.mask[:, :, q_lo:q_hi, k_lo:k_hi],
-                                   0.0, -math.inf)
-        if self.dense_bias is not None:
-            bias = bias + self.dense_bias[:, :, q_lo:q_hi, k_lo:k_hi]
-        return bias
+        if dense is not None:
+            bias = bias + tf.maximum(dense, _MASKED)
+        return bias, tf.reduce_any(allowed, axis=-1, keepdims=True)
 
 
 def _pad_to(tensor, axis, length, value):
@@ -160,51 +177,60 @@ def _pad_to(tensor, axis, length, value):
     return tf.pad(tensor, paddings, constant_values=value)
 
 
-def _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi, rows):
-    """Float32 logits of queries `[q_lo, q_hi)` against keys `[k_lo,
-    k_hi)`, `(B, N, q, k)`, -inf where a query may not attend a key. `q`
-    is already scaled."""
-    # (B, N, q, H) x (B, N, k, H) -> (B, N, q, k)
-    logits = tf.einsum("bnqh,bnkh->bnqk", q[:, :, q_lo:q_hi],
-                       k[:, :, k_lo:k_hi])
-    logits = tf.cast(logits, tf.float32) + plan.bias(q_lo, q_hi, k_lo, k_hi)
+def _weights(plan, q, k, scale, q_lo, q_hi, k_lo, k_hi, rows):
+    """The softmax weights of queries `[q_lo, q_hi)` against keys `[k_lo,
+    k_hi)`, `(B, N, q, k)` float32, and whether each row has a key to
+    attend, `(B|1, N|1, q|1, 1)` bool. Recomputed the same in the
+    gradient, so nothing of the forward's scores is kept."""
+    bias, attends = plan.bias(q_lo, q_hi, k_lo, k_hi)
+    # (B, N, q, H) x (B, N, k, H)^T -> (B, N, q, k)
+    products = tf.matmul(q[:, :, q_lo:q_hi], k[:, :, k_lo:k_hi],
+                         transpose_b=True)
+    if products.dtype == tf.float32:
+        # matmul * scale + bias: the form oneDNN fuses into one kernel
+        logits = products * scale + bias
+    else:  # the statistics in float32
+        logits = tf.cast(products, tf.float32) * scale + bias
     if plan.relative is not None:
-        logits = logits + plan.relative.logits(q[:, :, q_lo:q_hi], rows)
-    return logits
+        logits = logits + plan.relative.logits(
+            q[:, :, q_lo:q_hi] * tf.cast(scale, q.dtype), rows)
+    # One fused softmax: a disallowed key's bias is finite but far below
+    # any logit, so its weight is exactly 0; a row with no key at all is
+    # uniform here and zeroed by `attends` (never NaN).
+    return tf.nn.softmax(logits), attends
 
 
-def _forward(plan, q, k, v):
-    """`(out (B, N, Tq, D), lse (B, N, Tq))` for the scaled queries `q`; a
-    row with no key (or a padding query) gets out 0 and lse +inf (so that
-    exp(logit - lse) is 0 in the gradient)."""
-    def body(i, outputs, sums):
+def _forward(plan, q, k, v, scale):
+    """`(out (B, N, Tq, D), attending (B, N, Tq) bool)` for the unscaled
+    queries `q`; a row with no key (or a padding query) gets out 0 and
+    attending False."""
+    shape = tf.shape(q)
+
+    def body(i, outputs, rows_attending):
         q_lo, q_hi, k_lo, k_hi, rows = plan.blocks(i)
-        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi, rows)
-        # (B, N, b, 1): the row's maximum, 0 for a row with no key
-        peak = tf.reduce_max(logits, axis=-1, keepdims=True)
-        peak = tf.where(tf.math.is_finite(peak), peak, 0.0)
-        weights = tf.exp(logits - peak)
-        total = tf.reduce_sum(weights, axis=-1, keepdims=True)
-        # (B, N, b, k) x (B, N, k, D) -> (B, N, b, D)
-        out = tf.einsum("bnqk,bnkd->bnqd", tf.cast(weights, v.dtype),
-                        v[:, :, k_lo:k_hi])
-        out = tf.cast(out, tf.float32)
+        weights, attends = _weights(plan, q, k, scale, q_lo, q_hi, k_lo,
+                                    k_hi, rows)
+        # (B, N, q, k) x (B, N, k, D) -> (B, N, q, D)
+        out = tf.matmul(tf.cast(weights, v.dtype), v[:, :, k_lo:k_hi])
         if plan.relative is not None:
-            out = out + plan.relative.context(weights, rows, v.dtype)
-        # (B, 1, q, 1): the rows of real queries
-        real = plan.query_valid[:, None, q_lo:q_hi, None]
-        attends = tf.logical_and(total > 0, real)
-        out = out / tf.where(attends, total, math.inf)
-        lse = tf.where(attends, peak + tf.math.log(total), math.inf)
-        return (i + 1, outputs.write(i, tf.cast(out, v.dtype)),
-                sums.write(i, lse[..., 0]))
+            out = tf.cast(out, tf.float32) + plan.relative.context(
+                weights, rows, v.dtype)
+        # (B, 1, q, 1): the rows of real queries that meet a key
+        attends = tf.broadcast_to(
+            tf.logical_and(attends, plan.query_valid[:, None, q_lo:q_hi,
+                                                     None]),
+            [shape[0], shape[1], q_hi - q_lo, 1])
+        out = tf.where(attends, tf.cast(out, v.dtype), tf.zeros((), v.dtype))
+        return (i + 1, outputs.write(i, out),
+                rows_attending.write(i, attends[..., 0]))
 
     outputs = tf.TensorArray(v.dtype, size=plan.nq, infer_shape=False)
-    sums = tf.TensorArray(tf.float32, size=plan.nq, infer_shape=False)
-    _, outputs, sums = tf.while_loop(
-        lambda i, *_: i < plan.nq, body, (tf.constant(0), outputs, sums),
+    attending = tf.TensorArray(tf.bool, size=plan.nq, infer_shape=False)
+    _, outputs, attending = tf.while_loop(
+        lambda i, *_: i < plan.nq, body,
+        (tf.constant(0), outputs, attending),
         parallel_iterations=_PARALLEL_ITERATIONS)
-    return _join(outputs, 4), _join(sums, 3)
+    return _join(outputs, 4), _join(attending, 3)
 
 
 def _join(array, rank, axis=2):
@@ -220,35 +246,42 @@ def _join(array, rank, axis=2):
         [shape[:axis], [shape[axis] * shape[axis + 1]], shape[axis + 2:]], 0))
 
 
-def _backward(plan, q, k, v, out, lse, grad):
-    """dQ, dK, dV of `sum(grad * out)` for the scaled queries `q`,
-    recomputing the scores by query block (dQ and dK without the scale):
-    one pass, each block writing its rows of dQ and adding its share of
-    dK and dV."""
-    grad32 = tf.cast(grad, tf.float32)
+def _backward(plan, q, k, v, scale, out, attending, grad):
+    """dQ, dK, dV of `sum(grad * out)` for the unscaled queries `q`
+    (without the scale, which the caller applies), recomputing the
+    weights by query block: one pass, each block writing its rows of dQ
+    and adding its share of dK and dV."""
+    # No gradient flows through a row that attends nothing.
+    grad = tf.where(attending[..., None], grad, tf.zeros((), grad.dtype))
     # (B, N, Tq): rowsum(dO * O), FlashAttention's D
-    dots = tf.reduce_sum(grad32 * tf.cast(out, tf.float32), axis=-1)
-
-    def probabilities(q_lo, q_hi, k_lo, k_hi, rows):
-        logits = _scores(plan, q, k, q_lo, q_hi, k_lo, k_hi, rows)
-        # (B, N, q, k); 0 where not allowed (exp(-inf - lse) = 0) and in
-        # the rows without a key (lse = +inf)
-        return tf.exp(logits - lse[:, :, q_lo:q_hi, None])
+    dots = tf.reduce_sum(tf.cast(grad, tf.float32) * tf.cast(out, tf.float32),
+                         axis=-1)
+    fused = grad.dtype == tf.float32 and v.dtype == tf.float32
+    if fused:
+        # dP - D as one product: [dO, -D] [V, 1]^T, (B, N, Tq, D + 1) and
+        # (B, N, Tk, D + 1), so no pass over a block subtracts D.
+        grad_plus = tf.concat([grad, -dots[..., None]], axis=-1)
+        v_plus = tf.concat([v, tf.ones_like(v[..., :1])], axis=-1)
 
     def logit_grads(weights, q_lo, q_hi, k_lo, k_hi, rows):
-        # dP = dO V^T: (B, N, q, D) x (B, N, k, D) -> (B, N, q, k)
-        dweights = tf.einsum("bnqd,bnkd->bnqk", grad[:, :, q_lo:q_hi],
-                             v[:, :, k_lo:k_hi])
-        dweights = tf.cast(dweights, tf.float32)
+        # dP - D: (B, N, q, D) x (B, N, k, D)^T -> (B, N, q, k)
+        if fused:
+            dweights = tf.matmul(grad_plus[:, :, q_lo:q_hi],
+                                 v_plus[:, :, k_lo:k_hi], transpose_b=True)
+        else:
+            dweights = tf.cast(tf.matmul(
+                grad[:, :, q_lo:q_hi], v[:, :, k_lo:k_hi], transpose_b=True),
+                tf.float32) - dots[:, :, q_lo:q_hi, None]
         if plan.relative is not None:  # + dO a^V_(j-i)
             dweights = dweights + plan.relative.weight_grads(
                 grad[:, :, q_lo:q_hi], rows)
         # dS = P (dP - D)
-        return weights * (dweights - dots[:, :, q_lo:q_hi, None])
+        return weights * dweights
 
     def body(i, dqs, dk_sum, dv_sum, dbiases, table_sums):
         q_lo, q_hi, k_lo, k_hi, rows = plan.blocks(i)
-        weights = probabilities(q_lo, q_hi, k_lo, k_hi, rows)
+        weights, _ = _weights(plan, q, k, scale, q_lo, q_hi, k_lo, k_hi,
+                              rows)
         dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi, rows)
         if plan.dense_bias is not None:
             # The bias's gradient is the logits': summed over the axes it
@@ -260,23 +293,22 @@ def _backward(plan, q, k, v, out, lse, grad):
                 dbias, [[0, 0], [0, 0], [0, 0],
                         [k_lo, plan.padded_keys - k_hi]]))
         # (B, N, q, k) x (B, N, k, H) -> (B, N, q, H)
-        dq = tf.einsum("bnqk,bnkh->bnqh", tf.cast(dlogits, k.dtype),
-                       k[:, :, k_lo:k_hi])
+        dq = tf.matmul(tf.cast(dlogits, k.dtype), k[:, :, k_lo:k_hi])
         if plan.relative is not None:
+            q_block = q[:, :, q_lo:q_hi] * tf.cast(scale, q.dtype)
             dq = dq + tf.cast(plan.relative.query_grads(dlogits, rows,
                                                         q.dtype), dq.dtype)
             grads = plan.relative.table_grads(
-                weights, dlogits, q[:, :, q_lo:q_hi], grad[:, :, q_lo:q_hi],
-                rows)
+                weights, dlogits, q_block, grad[:, :, q_lo:q_hi], rows)
             table_sums = {name: table_sums[name] + grads[name]
                           for name in table_sums}
         # This block's share of dV and dK, for keys [k_lo, k_hi):
-        # (B, N, q, k) x (B, N, q, D) -> (B, N, k, D)
-        dv = tf.einsum("bnqk,bnqd->bnkd", tf.cast(weights, grad.dtype),
-                       grad[:, :, q_lo:q_hi])
-        # (B, N, q, k) x (B, N, q, H) -> (B, N, k, H)
-        dk = tf.einsum("bnqk,bnqh->bnkh", tf.cast(dlogits, q.dtype),
-                       q[:, :, q_lo:q_hi])
+        # (B, N, q, k)^T x (B, N, q, D) -> (B, N, k, D)
+        dv = tf.matmul(tf.cast(weights, grad.dtype), grad[:, :, q_lo:q_hi],
+                       transpose_a=True)
+        # (B, N, q, k)^T x (B, N, q, H) -> (B, N, k, H)
+        dk = tf.matmul(tf.cast(dlogits, q.dtype), q[:, :, q_lo:q_hi],
+                       transpose_a=True)
         # Added into the float32 sums over blocks (linear in the length,
         # cheaper than a second pass that recomputes the scores by key
         # block).
@@ -361,18 +393,17 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
             plan.dense_bias = _pad_to(_pad_to(
                 tf.cast(dense_bias, tf.float32), 2, plan.padded_queries,
                 0.0), 3, plan.padded_keys, 0.0)
-        # The scale applied once to the queries, not to every score block.
-        q = q * tf.cast(scale, q.dtype)
-        out, lse = _forward(plan, q, k, v)
+        out, attending = _forward(plan, q, k, v, scale)
 
         def gradient(grad):
             # (B, T, N, D) -> (B, N, Tq, D)
             grad = _pad_to(tf.transpose(grad, (0, 2, 1, 3)), 2,
                            plan.padded_queries, 0)
-            dq, dk, dv, dbias, table_grads = _backward(plan, q, k, v, out,
-                                                       lse, grad)
-            # d/dq of (scale q) k = scale dS k; dK = dS^T (scale q) already
+            dq, dk, dv, dbias, table_grads = _backward(
+                plan, q, k, v, scale, out, attending, grad)
+            # d/dq of (scale q) k = scale dS k; d/dk = scale dS^T q
             dq = dq * tf.cast(scale, dq.dtype)
+            dk = dk * tf.cast(scale, dk.dtype)
             # (B, N, T, .) -> (B, T, N, .), the block padding removed
             grads = (tf.transpose(dq, (0, 2, 1, 3))[:, :query_length],
                      tf.transpose(dk, (0, 2, 1, 3))[:, :key_length],
