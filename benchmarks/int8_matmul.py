@@ -25,7 +25,8 @@ import harness  # noqa: E402
 # (rows, inner, columns): a decoding step's batch and a training batch
 # through a Transformer's 512 -> 2048 feed-forward.
 SHAPES = [(16, 512, 2048), (256, 512, 2048), (1024, 512, 2048)]
-BACKENDS = ("tensorflow", "jax")
+# "tensorflow-xla": the same TensorFlow functions with jit_compile=True
+BACKENDS = ("tensorflow", "tensorflow-xla", "jax")
 
 
 def shapes(text):
@@ -62,24 +63,35 @@ def parse(argv):
 
 
 def products(backend):
-    """(float32 product, int8 -> int32 product), each compiled, taking
-    two arrays and returning a NumPy array."""
-    if backend == "tensorflow":
+    """(float32 product, int8 -> int32 product, weight-only product: the
+    float32 rows times the int8 matrix cast to float32, as Keras's
+    weight-only int8 layers compute), each compiled, taking two arrays
+    and returning a NumPy array."""
+    if backend.startswith("tensorflow"):
         import tensorflow as tf
 
-        f32 = tf.function(lambda a, b: tf.linalg.matmul(a, b))
-        i8 = tf.function(lambda a, b: tf.linalg.matmul(
+        def compiled(function):
+            return tf.function(function,
+                               jit_compile=backend == "tensorflow-xla")
+
+        f32 = compiled(lambda a, b: tf.linalg.matmul(a, b))
+        i8 = compiled(lambda a, b: tf.linalg.matmul(
             a, b, output_type=tf.int32))
+        wo = compiled(lambda a, b: tf.linalg.matmul(a, tf.cast(b,
+                                                               tf.float32)))
         return ((lambda a, b: f32(a, b).numpy()),
-                (lambda a, b: i8(a, b).numpy()), tf.constant)
+                (lambda a, b: i8(a, b).numpy()),
+                (lambda a, b: wo(a, b).numpy()), tf.constant)
     import jax
     import jax.numpy as jnp
 
     f32 = jax.jit(lambda a, b: a @ b)
     i8 = jax.jit(lambda a, b: jax.lax.dot(
         a, b, preferred_element_type=jnp.int32))
+    wo = jax.jit(lambda a, b: a @ b.astype(jnp.float32))
     return ((lambda a, b: np.asarray(f32(a, b))),
-            (lambda a, b: np.asarray(i8(a, b))), jnp.asarray)
+            (lambda a, b: np.asarray(i8(a, b))),
+            (lambda a, b: np.asarray(wo(a, b))), jnp.asarray)
 
 
 def measure(backend, shape, repeats):
@@ -89,18 +101,23 @@ def measure(backend, shape, repeats):
     b = rng.standard_normal((k, n), dtype=np.float32)
     a8 = np.clip(np.round(a * 40), -127, 127).astype(np.int8)
     b8 = np.clip(np.round(b * 40), -127, 127).astype(np.int8)
-    f32, i8, put = products(backend)
+    f32, i8, wo, put = products(backend)
     fa, fb, ia, ib = put(a), put(b), put(a8), put(b8)
     exact = a8.astype(np.int64) @ b8.astype(np.int64)
     if not np.array_equal(i8(ia, ib), exact):
         raise AssertionError(f"{backend}'s int8 product is not exact")
     times = harness.interleaved({"float32": lambda: f32(fa, fb),
-                                 "int8": lambda: i8(ia, ib)}, repeats)
+                                 "int8": lambda: i8(ia, ib),
+                                 "weight_only": lambda: wo(fa, ib)},
+                                repeats)
     row = {"backend": backend, "m": m, "k": k, "n": n,
            "float32_ms": times["float32"]["median_ms"],
            "int8_ms": times["int8"]["median_ms"], "int8_exact": True,
+           "weight_only_ms": times["weight_only"]["median_ms"],
            "cpu": harness.machine()["cpu"]}
     row["int8_over_float32_time"] = row["int8_ms"] / row["float32_ms"]
+    row["weight_only_over_float32_time"] = (row["weight_only_ms"]
+                                            / row["float32_ms"])
     return row
 
 
@@ -115,7 +132,10 @@ def main(argv=None):
             print(f"{backend:10s} {'x'.join(map(str, shape)):>15s}: "
                   f"float32 {row['float32_ms']:.3f} ms, int8 "
                   f"{row['int8_ms']:.3f} ms ({row['int8_over_float32_time']:.2f}"
-                  "x float32's time)", flush=True)
+                  f"x float32's time), weight-only "
+                  f"{row['weight_only_ms']:.3f} ms "
+                  f"({row['weight_only_over_float32_time']:.2f}x)",
+                  flush=True)
     harness.write_results(args.results_name or "int8_matmul", rows,
                           directory=args.results_dir)
     return rows

@@ -49,6 +49,9 @@ MODEL_DIM = HEADS * HEAD_SIZE
 CANDIDATES = ("ours", "ours dense", "keras")
 RELATIVE_CANDIDATES = ("relative", "relative dense")
 COMPRESSED_CANDIDATES = ("compressed", "compressed dense")
+# the same layers under Keras's mixed_bfloat16 policy (bfloat16 products,
+# float32 weights), for CPUs with AVX512-BF16 or AMX
+BFLOAT16_CANDIDATES = ("ours bfloat16", "keras bfloat16")
 MAX_RELATIVE_POSITION = 1024
 COMPRESSION = 3
 
@@ -64,10 +67,15 @@ def build(candidate, length):
     from keras_attention.layers import RelativeAttention
 
     keras.utils.set_random_seed(0)
+    dtype = None
+    if candidate.endswith(" bfloat16"):
+        candidate = candidate.removesuffix(" bfloat16")
+        dtype = keras.DTypePolicy("mixed_bfloat16")
     x = tf.constant(np.random.default_rng(0).normal(
         size=(BATCH, length, MODEL_DIM)).astype("float32"))
     if candidate == "keras":
-        layer = keras.layers.MultiHeadAttention(HEADS, HEAD_SIZE)
+        layer = keras.layers.MultiHeadAttention(HEADS, HEAD_SIZE,
+                                                dtype=dtype)
 
         def call(x=x):
             return layer(x, x, use_causal_mask=True)
@@ -83,7 +91,7 @@ def build(candidate, length):
                 attention_impl=impl)
         else:
             layer = MultiHeadSelfAttention(HEADS, HEAD_SIZE,
-                                           attention_impl=impl)
+                                           attention_impl=impl, dtype=dtype)
 
         def call(x=x):
             return layer(x, use_causal_mask=True)
@@ -246,7 +254,7 @@ def fmt_gib(value):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lengths", type=int, nargs="+",
-                        default=[1024, 4096, 16384, 65536])
+                        default=[1024, 4096, 8192, 16384, 65536])
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--compare-length", type=int, default=8192)
     parser.add_argument("--compare-repeats", type=int, default=3)
@@ -255,7 +263,7 @@ def main():
                         help="1k and 2k, one timed run, compared at 1k")
     parser.add_argument("--candidates", nargs="+", default=list(CANDIDATES),
                         choices=CANDIDATES + RELATIVE_CANDIDATES
-                        + COMPRESSED_CANDIDATES)
+                        + COMPRESSED_CANDIDATES + BFLOAT16_CANDIDATES)
     parser.add_argument("--profile", action="store_true",
                         help="also profile one step of each candidate at "
                         "the compare length (per-op time)")
@@ -314,6 +322,8 @@ def main():
     for name, (ours, reference, target) in {
             "ours_vs_dense": ("ours", "ours dense", 2),
             "ours_vs_keras": ("ours", "keras", 2.5),
+            "bfloat16_ours_vs_keras": ("ours bfloat16", "keras bfloat16",
+                                       2.5),
             "relative_vs_dense": ("relative", "relative dense", 2),
             "compressed_vs_dense": ("compressed", "compressed dense",
                                     1)}.items():

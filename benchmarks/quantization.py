@@ -1,16 +1,19 @@
-"""A trained translator in float32, bfloat16 and int8, side by side in one
-run on one CPU: sacreBLEU greedy and with a beam, translation speed
+"""A trained translator in float32, bfloat16 and quantized, side by side in
+one run on one CPU: sacreBLEU greedy and with a beam, translation speed
 (sentences/s), the exported SavedModel's weights on disk, and the served
-model's latency (p50/p99) and throughput at each number of concurrent
-REST clients.
+model's latency (p50/p99), throughput and resident memory at each number
+of concurrent REST clients.
 
-Variants: `float32` (the run loaded in float32), `bfloat16` (in
-mixed_bfloat16), `int8` (loaded in float32, then Keras's
-`Model.quantize("int8")`, as `keras-attention export --quantize int8`
-does). Targets (issue 51): int8 within 0.5 BLEU of float32, its weights at
-most 0.3x of float32's on disk, and its greedy translation not slower than
-float32's. The CPU's int8 instructions (`avx512_vnni`, `amx_int8`) are in
-the results' `machine.cpu_flags`.
+Variants (`Translator.quantize`, as `keras-attention export --quantize`
+does): `float32` (the run loaded in float32), `bfloat16` (in
+mixed_bfloat16), `int8` (weight-only int8, loaded in float32), `int8_bf16`
+(weight-only int8 loaded in mixed_bfloat16: the dequantized products in
+bfloat16), `int4` (weight-only int4, the embeddings int8),
+`int8_activations` (Keras's default int8: the inputs quantized too, int8
+x int8 products). Targets: int8 within 0.5 BLEU of float32, its weights at
+most 0.3x of float32's on disk (int4 0.2x), its greedy translation and
+its served p50 at least as fast as float32's. The CPU's int8 instructions
+(`avx512_vnni`, `amx_int8`) are in the results' `machine.cpu_flags`.
 
 Run: `python benchmarks/quantization.py --model-dir runs/multi30k-transformer
 --data-dir ../shared/data/multi30k` (Multi30k's `test_2016_flickr`);
@@ -34,7 +37,13 @@ VARIANTS = {
     "float32": dict(dtype="float32", quantize=None),
     "bfloat16": dict(dtype="mixed_bfloat16", quantize=None),
     "int8": dict(dtype="float32", quantize="int8"),
+    "int8_bf16": dict(dtype="mixed_bfloat16", quantize="int8"),
+    "int4": dict(dtype="float32", quantize="int4"),
+    "int8_activations": dict(dtype="float32", quantize="int8",
+                             activations=True),
 }
+SIZE_TARGETS = {"int8": 0.3, "int8_bf16": 0.3, "int8_activations": 0.3,
+                "int4": 0.2}
 SENTENCE = "A young woman reads a red book in the park."
 
 
@@ -116,7 +125,8 @@ def measure(args, variant, pairs, base):
     settings = VARIANTS[variant]
     translator = Translator.load(args.model_dir, dtype=settings["dtype"])
     if settings["quantize"]:
-        translator.quantize(settings["quantize"])
+        translator.quantize(settings["quantize"],
+                            activations=settings.get("activations", False))
     decoders = [translator]
     if args.beam_size > 1:
         decoders.append(translator.with_decoding(beam_size=args.beam_size))
@@ -134,10 +144,12 @@ def measure(args, variant, pairs, base):
            "weights_bytes": weights, "served": []}
     with running_server(f"--model_name={variant}",
                         f"--model_base_path={base / variant}",
-                        model=variant) as (url, _):
+                        model=variant) as (url, process):
         for clients in args.clients:
             row["served"].append(latency(url, variant, clients,
                                          args.seconds))
+            row["served"][-1]["server_rss_bytes"] = 1024 * harness.status_kib(
+                "VmRSS", process.pid)
     served = ", ".join(f"{s['clients']} client(s) p50 {s['p50_ms']:.0f} ms"
                        for s in row["served"])
     print(f"{variant:9s} BLEU {greedy['bleu']:5.2f} greedy, "
@@ -159,13 +171,23 @@ def summary(rows):
             "speed_over_float32": (row["greedy_sentences_per_s"]
                                    / base["greedy_sentences_per_s"]),
         }
-    if "int8" in out:
-        int8 = out["int8"]
-        out["targets"] = {
-            "bleu_within_0.5": abs(int8["bleu_minus_float32"]) <= 0.5,
-            "size_at_most_0.3x": int8["size_over_float32"] <= 0.3,
-            "not_slower": int8["speed_over_float32"] >= 1.0,
+    served = {row["variant"]: {s["clients"]: s["p50_ms"]
+                               for s in row["served"]} for row in rows}
+    targets = {}
+    for variant, limit in SIZE_TARGETS.items():
+        if variant not in out:
+            continue
+        figures = out[variant]
+        targets[variant] = {
+            "bleu_within_0.5": abs(figures["bleu_minus_float32"]) <= 0.5,
+            f"size_at_most_{limit}x": figures["size_over_float32"] <= limit,
+            "not_slower": figures["speed_over_float32"] >= 1.0,
+            "served_p50_not_slower": all(
+                served[variant].get(clients, float("inf")) <= p50
+                for clients, p50 in served["float32"].items()),
         }
+    if targets:
+        out["targets"] = targets
     return out
 
 
@@ -191,8 +213,8 @@ def main(argv=None):
                   f"against float32; size "
                   f"{figures['size_over_float32']:.2f}x; speed "
                   f"{figures['speed_over_float32']:.2f}x")
-    if "targets" in found:
-        print(f"int8 targets: {found['targets']}")
+    for variant, verdicts in found.get("targets", {}).items():
+        print(f"{variant} targets: {verdicts}")
     harness.write_results(args.results_name or "quantization", rows,
                           directory=args.results_dir, summary=found,
                           settings={k: v for k, v in vars(args).items()

@@ -192,8 +192,11 @@ def _gib(value):
 def _long(record):
     """benchmarks/long_attention.py: a row per (layer, length), then the
     interleaved comparison's ratios."""
+    bfloat16 = all(row["candidate"].endswith(" bfloat16")
+                   for row in record["rows"])
     lines = ["fwd+bwd of causal self-attention, B=1, 8 heads of 64, D=512, "
-             "float32; each (layer, length) in a fresh process: peak RSS "
+             + ("Keras's mixed_bfloat16 policy" if bfloat16 else "float32")
+             + "; each (layer, length) in a fresh process: peak RSS "
              "growth over the step and TensorFlow's allocator peak; step "
              "time after one warm-up step.", "",
              "| T | layer | step ms | peak RSS growth GiB | allocator peak "
@@ -211,7 +214,8 @@ def _long(record):
     comparison = record["comparison"]
     timing = comparison["timing"]
     named = {"ours_vs_dense": ("ours / ours dense", 2),
-             "ours_vs_keras": ("ours / keras", 8),
+             "ours_vs_keras": ("ours / keras", 2.5),
+             "bfloat16_ours_vs_keras": ("ours / keras in bfloat16", 2.5),
              "relative_vs_dense": ("relative / relative dense", 2),
              "compressed_vs_dense": ("compressed / compressed dense", 1)}
     ratios = ", ".join(
@@ -220,6 +224,42 @@ def _long(record):
     lines += ["", f"Interleaved at T = {comparison['length']:,}: " + ", ".join(
         f"{name} {value['median_ms']:,.0f} ms" for name, value in
         timing.items()) + f"; {ratios}."]
+    roofline = record.get("roofline", {})
+    layers = [name for name in timing if name in roofline]
+    if layers:
+        lines += ["", f"What bounds them at T = {comparison['length']:,}: "
+                  "the matrix products' FLOPs (projections and attention, "
+                  "forward and backward), the time they take at this "
+                  "machine's float32 matmul rate measured in the same run "
+                  f"({roofline['matmul_gflops']:.0f} GFLOP/s, a "
+                  "2,048-square product), and the rate each step achieved "
+                  "counting only those FLOPs; for the block-wise core, the "
+                  "bytes its passes over the score blocks move.", "",
+                  "| layer | GFLOP | at the matmul rate, ms | step ms | "
+                  "achieved GFLOP/s | of the matmul rate | score-block "
+                  "traffic GB |", "|---|---|---|---|---|---|---|"]
+        for name in layers:
+            bound = roofline[name]
+            traffic = (f"{bound['score_bytes'] / 1e9:.1f}"
+                       if "score_bytes" in bound else "")
+            lines.append(
+                f"| {name} | {bound['flops'] / 1e9:,.0f} | "
+                f"{bound['bound_ms']:,.0f} | "
+                f"{timing[name]['median_ms']:,.0f} | "
+                f"{bound['achieved_gflops']:.0f} | "
+                f"{bound['of_matmul_rate']:.0%} | {traffic} |")
+    for name, found in record.get("profile", {}).items():
+        if "op_ms" not in found:
+            continue
+        ops = list(found["op_ms"].items())
+        total = sum(ms for _, ms in ops)
+        products = sum(ms for op, ms in ops if "MatMul" in op
+                       or "Einsum" in op)
+        lines += ["", f"Profile of one {name} step ({found['wall_ms']:,.0f} "
+                  f"ms; TensorFlow's profiler, op time summed over its "
+                  f"threads, {total:,.0f} ms, of it matrix products "
+                  f"{products:,.0f} ms, {products / total:.0%}): " + ", ".join(
+                      f"{op} {ms:,.0f}" for op, ms in ops[:8]) + " ms."]
     return lines
 
 
@@ -909,10 +949,10 @@ def _generic(record):
 
 
 def _quantization(record):
-    """A trained translator in float32, bfloat16 and int8
+    """A trained translator in float32, bfloat16 and quantized
     (benchmarks/quantization.py): BLEU, weights on disk and speed in
-    memory, then the served model's latency, each beside float32's, and
-    the issue's targets as computed."""
+    memory, then the served model's latency (and the server's memory),
+    each beside float32's, and the targets as computed."""
     rows, found = record["rows"], record.get("summary", {})
     base = next(row for row in rows if row["variant"] == "float32")
     beam = base["beam_size"]
@@ -938,14 +978,23 @@ def _quantization(record):
             f"{s['p50_ms']:.0f} / {s['p99_ms']:.0f}, "
             f"{s['requests_per_s']:.1f}"
             + (f" ({s['errors']} errors)" if s["errors"] else "")
+            + (f"; server {s['server_rss_bytes'] / 2**20:,.0f} MiB"
+               if "server_rss_bytes" in s else "")
             for s in row["served"]) + " |")
     targets = found.get("targets")
     if targets:
-        lines += ["", f"{base['sentences']:,} test sentences. int8's "
-                  "targets (computed): " + "; ".join(
-                      f"{name.replace('_', ' ')}: "
-                      f"{'yes' if met else 'no'}"
-                      for name, met in targets.items()) + "."]
+        # one variant's verdicts (older files: int8's), or a dict of them
+        if not all(isinstance(met, dict) for met in targets.values()):
+            targets = {"int8": targets}
+        sentences = f"{base['sentences']:,} test sentences. "
+        lines.append("")
+        for variant, verdicts in targets.items():
+            lines.append(sentences + f"{variant}'s targets (computed): "
+                         + "; ".join(f"{name.replace('_', ' ')}: "
+                                     f"{'yes' if met else 'no'}"
+                                     for name, met in verdicts.items())
+                         + ".")
+            sentences = ""
     return lines
 
 

@@ -113,6 +113,8 @@ class Translator:
         self.model = model
         self.tokenizer = tokenizer
         self.max_source_length = max_source_length
+        # {"mode", "activations"} once `quantize` has run, else None
+        self.quantization = None
         self.module = TranslatorModule(
             model, tokenizer, tokenizer, max_source_length=max_source_length,
             beam_size=beam_size, alpha=alpha,
@@ -120,20 +122,36 @@ class Translator:
 
     def with_decoding(self, beam_size=1, alpha=0.6):
         """The same translator with other decoding settings."""
-        return Translator(self.model, self.tokenizer, self.max_source_length,
-                          beam_size, alpha)
+        translator = Translator(self.model, self.tokenizer,
+                                self.max_source_length, beam_size, alpha)
+        translator.quantization = self.quantization
+        return translator
 
-    def quantize(self, mode="int8"):
-        """Quantize the model in place with Keras's `Model.quantize(mode)`
-        (its projections, attention included, and embeddings; the tied
-        output projection reads the int8 target embeddings) and return
-        this translator, whose `translate`, `save` and `export` then use
-        the quantized model. Keras's other modes are passed on as they
-        are; only `"int8"` is tested here."""
-        if not isinstance(mode, str):
-            raise ValueError(f"`mode` must be a Keras quantization mode such "
-                             f"as 'int8', received: mode={mode!r}")
-        self.model.quantize(mode)
+    def quantize(self, mode="int8", activations=False):
+        """Quantize the model in place with Keras's `Model.quantize` and
+        return this translator, whose `translate`, `save` and `export` then
+        use the quantized model.
+
+        Modes (`QUANTIZATION_MODES`), each a Keras quantization config:
+
+        - `"int8"` (the default): weight-only int8, `keras.quantizers.
+          Int8QuantizationConfig(activation_quantizer=None)`: the kernels
+          and embeddings stored as int8 with a scale per output channel
+          (per token), each product a float one of the dequantized kernel;
+          about a quarter of the float32 weights.
+        - `"int4"`: weight-only int4 (`Int4QuantizationConfig`, groups of
+          128 inputs) for the projections and feed-forwards; the
+          embeddings (looked up, and read by the tied output projection)
+          weight-only int8.
+        - `"int8"` with `activations=True`: Keras's default int8, the
+          inputs of each product quantized per row too and the product an
+          int8 x int8 one. Its file is the size of weight-only int8's; on
+          TensorFlow's CPU kernels it translates slower (see the
+          benchmarks page).
+
+        The mode is recorded by `save`, and `load` restores it."""
+        quantize_model(self.model, mode, activations)
+        self.quantization = {"mode": mode, "activations": activations}
         # A module of its own: the old one's functions read the float model.
         self.module = self.with_decoding(self.module.beam_size,
                                          self.module.alpha).module
@@ -303,6 +321,8 @@ class Translator:
         directory.mkdir(parents=True, exist_ok=True)
         config = {"model": keras.saving.serialize_keras_object(self.model),
                   "max_source_length": self.max_source_length}
+        if self.quantization is not None:
+            config["quantization"] = self.quantization
         (directory / "translator.json").write_text(json.dumps(config, indent=2))
         self.model.save_weights(directory / "model.weights.h5")
         self.tokenizer.save(directory / "tokenizer.model")
@@ -321,10 +341,18 @@ class Translator:
                 "(train one with `keras-attention train`)"
             )
         config = json.loads((directory / "translator.json").read_text())
-        if dtype is not None:
-            model_config = config["model"]
-            if "class_name" in model_config:
-                model_config = model_config["config"]
+        quantization = config.get("quantization")
+        model_config = config["model"]
+        if "class_name" in model_config:
+            model_config = model_config["config"]
+        if quantization is not None:
+            # Built in float and quantized as it was (Keras keeps a nested
+            # layer's int8 policy in the config, not its quantization
+            # config: weight-only would come back activation-quantized),
+            # then the quantized weights loaded.
+            model_config["dtype"] = _float_policy(model_config.get("dtype"),
+                                                  dtype)
+        elif dtype is not None:
             model_config["dtype"] = _with_policy(model_config.get("dtype"),
                                                  dtype)
         if "class_name" in config["model"]:
@@ -332,10 +360,65 @@ class Translator:
         else:  # written before the RNN translator: a Transformer's config
             model = TransformerTranslator.from_config(config["model"])
         build(model)
+        if quantization is not None:
+            quantize_model(model, **quantization)
         model.load_weights(directory / "model.weights.h5")
         tokenizer = SubwordTokenizer.load(directory / "tokenizer.model")
-        return cls(model, tokenizer, config["max_source_length"], beam_size,
-                   alpha)
+        translator = cls(model, tokenizer, config["max_source_length"],
+                         beam_size, alpha)
+        translator.quantization = quantization
+        return translator
+
+
+QUANTIZATION_MODES = ("int8", "int4")
+
+
+def quantization_config(mode="int8", activations=False):
+    """The Keras quantization config of a `Translator.quantize` mode (see
+    there): a weight-only `Int8QuantizationConfig` or `Int4Quantization
+    Config`, or with `activations=True` Keras's default int8 config."""
+    if mode not in QUANTIZATION_MODES:
+        raise ValueError(f"`mode` must be one of {QUANTIZATION_MODES}, "
+                         f"received: mode={mode!r}")
+    if activations not in (True, False):
+        raise ValueError(f"`activations` must be True or False, received: "
+                         f"activations={activations!r}")
+    if mode == "int4":
+        if activations:
+            raise ValueError("`activations=True` quantizes the inputs of "
+                             "int8 products only, received: mode='int4', "
+                             "activations=True")
+        return keras.quantizers.Int4QuantizationConfig()
+    return keras.quantizers.Int8QuantizationConfig(
+        activation_quantizer="default" if activations else None)
+
+
+def quantize_model(model, mode="int8", activations=False):
+    """`model.quantize` as `Translator.quantize(mode, activations)` does:
+    in `"int4"` the embeddings weight-only int8, the rest int4."""
+    if mode != "int4":
+        model.quantize(mode, config=quantization_config(mode, activations))
+        return
+    quantization_config(mode, activations)  # the arguments checked
+
+    def is_embedding(layer):
+        return isinstance(layer, keras.layers.Embedding)
+
+    model.quantize("int8", config=quantization_config("int8"),
+                   filters=is_embedding)
+    model.quantize("int4", config=quantization_config("int4"),
+                   filters=lambda layer: not is_embedding(layer))
+
+
+def _float_policy(saved, dtype):
+    """The float policy to build a quantized model in: `dtype`'s, or the
+    one the model was quantized from (a `DTypePolicyMap`'s default)."""
+    if dtype is not None:
+        return keras.dtype_policies.get(dtype).name
+    if isinstance(saved, dict) and saved.get("class_name") == \
+            "DTypePolicyMap":
+        return saved["config"]["default_policy"]
+    return saved
 
 
 def _with_policy(saved, dtype):

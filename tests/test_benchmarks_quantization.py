@@ -1,7 +1,7 @@
-"""benchmarks/quantization.py: float32 and int8 of the tests' tiny trained
-translator on a few synthetic sentences, in memory, on disk and served;
-the int8 weights take under half the float32's bytes; mistakes are one
-line."""
+"""benchmarks/quantization.py: float32, weight-only int8 and int4 of the
+tests' tiny trained translator on a few synthetic sentences, in memory, on
+disk and served; the int8 weights take under half the float32's bytes,
+int4's fewer; mistakes are one line."""
 
 import subprocess
 import sys
@@ -14,29 +14,34 @@ from tests.test_benchmarks_summary import run_benchmark
 from tests.trained_translators import trained_translator
 
 
-def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory,
+def test_float32_int8_and_int4_side_by_side(tmp_path, tmp_path_factory,
                                        monkeypatch):
     directory = trained_translator(tmp_path_factory, "sinusoidal")
     stdout, record = run_benchmark(
         "quantization.py", tmp_path / "results", "--model-dir",
         str(directory), "--corpus", "synthetic", "--limit", "6",
-        "--variants", "float32,int8", "--beam-size", "1", "--clients", "1,2",
+        "--variants", "float32,int8,int4", "--beam-size", "1",
+        "--clients", "1,2",
         "--seconds", "0.5", timeout=600)
     rows = {row["variant"]: row for row in record["rows"]}
-    assert set(rows) == {"float32", "int8"}
+    assert set(rows) == {"float32", "int8", "int4"}
     for row in rows.values():
         assert row["sentences"] == 6 and 0 <= row["bleu_greedy"] <= 100
         assert row["bleu_beam"] == row["bleu_greedy"]  # --beam-size 1
         assert [s["clients"] for s in row["served"]] == [1, 2]
         assert all(s["errors"] == 0 and s["p50_ms"] > 0
-                   for s in row["served"])
+                   and s["server_rss_bytes"] > 2**20 for s in row["served"])
     summary = record["summary"]
     assert summary["int8"]["size_over_float32"] < 0.5
     assert summary["int8"]["size_over_float32"] == pytest.approx(
         rows["int8"]["weights_bytes"] / rows["float32"]["weights_bytes"])
-    assert set(summary["targets"]) == {"bleu_within_0.5",
-                                       "size_at_most_0.3x", "not_slower"}
-    assert "int8 targets" in stdout
+    assert rows["int4"]["weights_bytes"] < rows["int8"]["weights_bytes"]
+    assert set(summary["targets"]) == {"int8", "int4"}
+    assert set(summary["targets"]["int8"]) == {
+        "bleu_within_0.5", "size_at_most_0.3x", "not_slower",
+        "served_p50_not_slower"}
+    assert "size_at_most_0.2x" in summary["targets"]["int4"]
+    assert "int8 targets" in stdout and "int4 targets" in stdout
     # The page's table (benchmarks/summary.py): a row per variant, the
     # ratios and the targets as computed.
     text = "\n".join(load_script("summary", monkeypatch).render(record))
@@ -46,8 +51,9 @@ def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory,
     assert "| variant | 1 client: p50 / p99 ms, requests/s | 2 clients" in text
     verdicts = "; ".join(f"{name.replace('_', ' ')}: "
                          f"{'yes' if met else 'no'}"
-                         for name, met in summary["targets"].items())
+                         for name, met in summary["targets"]["int8"].items())
     assert f"int8's targets (computed): {verdicts}." in text
+    assert "int4's targets (computed): " in text
 
 
 @pytest.mark.parametrize("arguments, message", [

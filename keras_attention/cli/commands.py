@@ -315,10 +315,14 @@ def _attention_map(args):
 
 
 def _export(args):
+    if args.quantize_activations and args.quantize != "int8":
+        raise UserError("--quantize-activations needs --quantize int8, "
+                        f"received: --quantize {args.quantize}")
     _check_model_dir(args.model_dir)
     translator = _load_translator(args)
     if args.quantize:
-        translator.quantize(args.quantize)
+        translator.quantize(args.quantize,
+                            activations=args.quantize_activations)
     with errors_about([args.base_path], also=(FileExistsError,)):
         path = translator.export(args.base_path, args.name, args.version)
     print(f"exported to {path}")

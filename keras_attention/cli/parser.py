@@ -354,11 +354,17 @@ def _add_export(commands):
                                             "bfloat16"), default=None,
                         help="the Keras dtype policy to export in "
                              "(default: the one it was trained in)")
-    parser.add_argument("--quantize", choices=("int8",), default=None,
+    parser.add_argument("--quantize", choices=("int8", "int4"),
+                        default=None,
                         help="quantize the model with Keras's "
-                             "Model.quantize before exporting: int8 "
-                             "weights, about a quarter of the float32 "
-                             "size (default: no quantization)")
+                             "Model.quantize before exporting, weight-only: "
+                             "int8 (about a quarter of the float32 size) or "
+                             "int4 (the embeddings int8) (default: no "
+                             "quantization)")
+    parser.add_argument("--quantize-activations", action="store_true",
+                        help="with --quantize int8: quantize each "
+                             "product's inputs too (int8 x int8 products; "
+                             "the same size, slower on CPUs)")
 
 
 def _add_serve(commands):

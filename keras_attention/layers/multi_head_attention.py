@@ -13,12 +13,14 @@ from keras_attention import _validation
 from keras_attention import ops as attention_ops
 from keras_attention.layers._flat_einsum_dense import FlatEinsumDense
 from keras_attention.layers._quantization import quantized_dtype_config
+from keras_attention.ops.blockwise import default_block_size
 
 HEAD_MERGES = ("concat", "mean")
 # How the core is computed: "dense" materialises the (B, N, T, S) weights;
 # "blockwise" is `ops.blockwise_attention` (on TensorFlow, exact attention
 # in memory linear in the length); "auto" takes "blockwise" on TensorFlow
-# from BLOCKWISE_MIN_LENGTH keys on, when no weights are needed.
+# from BLOCKWISE_MIN_LENGTH keys on, or when the queries fit one block, and
+# no weights are needed.
 ATTENTION_IMPLS = ("auto", "dense", "blockwise")
 # The key length from which "auto" computes TensorFlow's core in blocks:
 # at 1,024 keys and more the blocks were as fast or faster than the dense
@@ -88,8 +90,12 @@ class MultiHeadAttention(keras.layers.Layer):
             the weights, add the diversity penalty or drop weights out, and
             says so. `"auto"` (the default) takes `"blockwise"` when none
             of those is asked for and either the backend is JAX or PyTorch
-            or the keys number at least 1,024 and the queries more than
-            one (a decoding step's weights are small); else `"dense"`. (A
+            or, on TensorFlow, the queries are more than one (a decoding
+            step's weights are small) and either the keys number at least
+            1,024 or the queries fit one block (`ops.blockwise.
+            default_block_size`: then the kernel keeps the block's weights
+            for the gradient, the dense algorithm in fewer passes); else
+            `"dense"`. (A
             subclass with terms of its own, `RelativeAttention`, keeps the
             dense core on JAX and PyTorch, whose fused kernels would take
             its terms only as a dense bias.)
@@ -576,7 +582,16 @@ class MultiHeadAttention(keras.layers.Layer):
             # dense core reads grouped key/value heads without copying them.
             return False
         key_length = key.shape[1]
-        return key_length is not None and key_length >= BLOCKWISE_MIN_LENGTH
+        if key_length is None:
+            return False
+        if key_length >= BLOCKWISE_MIN_LENGTH:
+            return True
+        # Shorter: when the queries fit one block, the kernel is the dense
+        # algorithm in fewer passes (its product and softmax fused, the
+        # weights kept for the gradient), faster than the dense core
+        # (benchmarks/layers.py); more blocks would recompute the weights.
+        return query_length is not None and query_length <= (
+            default_block_size(key.shape[0], self.num_heads, key_length))
 
     def call(
         self,

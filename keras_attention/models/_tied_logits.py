@@ -8,7 +8,10 @@ returns those int8 values unscaled: a tied projection that reads it as `E`
 has no reverse (tied) call for `Embedding`; KerasHub's
 `ReversibleEmbedding` adds one, computed as `EinsumDense` computes its
 int8 product, which is what `tied_logits` does: the inputs quantized per
-row, an int8 x int8 matmul accumulated in int32, de-scaled by both scales.
+row, an int8 x int8 matmul accumulated in int32, de-scaled by both scales;
+or, when the embedding was quantized weight-only (its quantization config
+has no activation quantizer), a float product with the int8 rows, de-scaled
+per token.
 
 Letters: B batch, T length, D model size, V vocabulary.
 """
@@ -35,6 +38,14 @@ def tied_logits(inputs, embedding):
             f"quantization_mode={mode!r}, "
             f"lora_enabled={embedding.lora_enabled}"
         )
+    config = embedding.quantization_config
+    if config is not None and config.activation_quantizer is None:
+        # Weight-only: a float product with the int8 rows, de-scaled per
+        # token. (B, T, D) x (D, V) -> (B, T, V)
+        embeddings = ops.cast(embedding.embeddings, inputs.dtype)
+        logits = ops.matmul(inputs, ops.transpose(embeddings))
+        return ops.divide(logits, ops.cast(embedding.embeddings_scale,
+                                           logits.dtype))
     leading = ops.shape(inputs)[:-1]
     rows = ops.reshape(inputs, (-1, inputs.shape[-1]))  # (B·T, D)
     # int8 (B·T, D) and the scale of each row (B·T, 1)

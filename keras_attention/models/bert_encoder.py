@@ -228,6 +228,63 @@ class BertEncoder(keras.Model):
             "pooled_output": self.pooled_dense(x[:, 0, :]),  # (B, D)
         }
 
+    @classmethod
+    def from_keras_hub(cls, backbone, **kwargs):
+        """Our encoder with the configuration and the weights of a KerasHub
+        `keras_hub.models.BertBackbone` (a preset's, e.g. `BertBackbone.
+        from_preset("bert_base_en")`, or one of your own).
+
+        It computes what the backbone computes (tested against it), with
+        every attention layer ours: on TensorFlow, a sequence of 1,024
+        tokens or more takes the block-wise exact core
+        (`ops.blockwise_attention`), in memory linear in the length, where
+        the backbone's `keras.layers.MultiHeadAttention` holds the whole
+        `(batch, heads, T, T)` scores (see the benchmarks page). Keras
+        offers no public hook to change the attention inside a KerasHub
+        backbone, so this builds the same network from our blocks and
+        copies the weights, matched by their paths.
+
+        Args:
+            backbone: a built `BertBackbone`.
+            **kwargs: overrides of its configuration (e.g. `dropout`,
+                `dtype`).
+
+        Returns:
+            A built `BertEncoder`.
+        """
+        config = backbone.get_config()
+        names = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
+                 "intermediate_dim", "dropout", "max_sequence_length",
+                 "num_segments")
+        missing = [name for name in names if name not in config]
+        if missing:
+            raise ValueError(
+                "`backbone` must be a keras_hub BertBackbone, received: a "
+                f"{type(backbone).__name__} whose config has no "
+                f"{', '.join(missing)}")
+        encoder = cls(**{**{name: config[name] for name in names}, **kwargs})
+        encoder({"token_ids": ops.zeros((1, 1), "int32"),
+                 "padding_mask": ops.ones((1, 1), "bool")})
+        theirs = {}
+        for weight in backbone.weights:
+            path = weight.path
+            if path.startswith(backbone.name + "/"):
+                path = path[len(backbone.name) + 1:]
+            # KerasHub's block names its attention `self_attention_layer`
+            theirs[path.replace("self_attention_layer/",
+                                "self_attention/")] = weight
+        for weight in encoder.weights:
+            path = weight.path.split("/", 1)[1]
+            match = theirs.get(path)
+            if match is None or tuple(match.shape) != tuple(weight.shape):
+                raise ValueError(
+                    f"`backbone` has no weight {path} of shape "
+                    f"{tuple(weight.shape)}, received: "
+                    + (f"shape {tuple(match.shape)}" if match is not None
+                       else f"weights {sorted(theirs)[:4]}..."))
+            weight.assign(ops.cast(match, weight.dtype))
+        return encoder
+
     def get_config(self):
         config = super().get_config()
         config.update(

@@ -37,8 +37,8 @@ from keras_attention.ops._blockwise_relative_tf import RelativeTerms
 # logit that its weight is exactly 0 (exp underflows).
 _MASKED = -1e30
 
-# Each loop keeps at most this many blocks in flight (memory, not speed:
-# two cores gain nothing from more).
+# Each loop keeps one block in flight (memory; on two cores two blocks at
+# once ran no faster, each block's products being threaded already).
 _PARALLEL_ITERATIONS = 1
 
 
@@ -200,13 +200,15 @@ def _weights(plan, q, k, scale, q_lo, q_hi, k_lo, k_hi, rows):
     return tf.nn.softmax(logits), attends
 
 
-def _forward(plan, q, k, v, scale):
-    """`(out (B, N, Tq, D), attending (B, N, Tq) bool)` for the unscaled
-    queries `q`; a row with no key (or a padding query) gets out 0 and
-    attending False."""
+def _forward(plan, q, k, v, scale, single=False):
+    """`(out (B, N, Tq, D), attending (B, N, Tq) bool, weights)` for the
+    unscaled queries `q`; a row with no key (or a padding query) gets out
+    0 and attending False. `weights` are the block's `(B, N, Tq, k)` when
+    `single` (one block holds every query: the gradient takes them instead
+    of recomputing them, as a dense core keeps its weights), else None."""
     shape = tf.shape(q)
 
-    def body(i, outputs, rows_attending):
+    def block(i):
         q_lo, q_hi, k_lo, k_hi, rows = plan.blocks(i)
         weights, attends = _weights(plan, q, k, scale, q_lo, q_hi, k_lo,
                                     k_hi, rows)
@@ -215,14 +217,20 @@ def _forward(plan, q, k, v, scale):
         if plan.relative is not None:
             out = tf.cast(out, tf.float32) + plan.relative.context(
                 weights, rows, v.dtype)
-        # (B, 1, q, 1): the rows of real queries that meet a key
+        # (B, N, q, 1): the rows of real queries that meet a key
         attends = tf.broadcast_to(
             tf.logical_and(attends, plan.query_valid[:, None, q_lo:q_hi,
                                                      None]),
             [shape[0], shape[1], q_hi - q_lo, 1])
         out = tf.where(attends, tf.cast(out, v.dtype), tf.zeros((), v.dtype))
-        return (i + 1, outputs.write(i, out),
-                rows_attending.write(i, attends[..., 0]))
+        return out, attends[..., 0], weights
+
+    if single:
+        return block(0)
+
+    def body(i, outputs, rows_attending):
+        out, attends, _ = block(i)
+        return (i + 1, outputs.write(i, out), rows_attending.write(i, attends))
 
     outputs = tf.TensorArray(v.dtype, size=plan.nq, infer_shape=False)
     attending = tf.TensorArray(tf.bool, size=plan.nq, infer_shape=False)
@@ -230,7 +238,7 @@ def _forward(plan, q, k, v, scale):
         lambda i, *_: i < plan.nq, body,
         (tf.constant(0), outputs, attending),
         parallel_iterations=_PARALLEL_ITERATIONS)
-    return _join(outputs, 4), _join(attending, 3)
+    return _join(outputs, 4), _join(attending, 3), None
 
 
 def _join(array, rank, axis=2):
@@ -246,11 +254,12 @@ def _join(array, rank, axis=2):
         [shape[:axis], [shape[axis] * shape[axis + 1]], shape[axis + 2:]], 0))
 
 
-def _backward(plan, q, k, v, scale, out, attending, grad):
+def _backward(plan, q, k, v, scale, out, attending, grad, weights=None):
     """dQ, dK, dV of `sum(grad * out)` for the unscaled queries `q`
     (without the scale, which the caller applies), recomputing the
     weights by query block: one pass, each block writing its rows of dQ
-    and adding its share of dK and dV."""
+    and adding its share of dK and dV. With the one block's `weights`
+    (`_forward`'s, `single`), no pass and no recomputation."""
     # No gradient flows through a row that attends nothing.
     grad = tf.where(attending[..., None], grad, tf.zeros((), grad.dtype))
     # (B, N, Tq): rowsum(dO * O), FlashAttention's D
@@ -278,30 +287,33 @@ def _backward(plan, q, k, v, scale, out, attending, grad):
         # dS = P (dP - D)
         return weights * dweights
 
-    def body(i, dqs, dk_sum, dv_sum, dbiases, table_sums):
+    def block(i, weights):
+        """Block `i`'s dQ rows, its shares of dK and dV (keys `[k_lo,
+        k_hi)`, padded to all keys), of the dense bias and of the
+        relative tables."""
         q_lo, q_hi, k_lo, k_hi, rows = plan.blocks(i)
-        weights, _ = _weights(plan, q, k, scale, q_lo, q_hi, k_lo, k_hi,
-                              rows)
+        if weights is None:
+            weights, _ = _weights(plan, q, k, scale, q_lo, q_hi, k_lo, k_hi,
+                                  rows)
         dlogits = logit_grads(weights, q_lo, q_hi, k_lo, k_hi, rows)
+        dbias = None
         if plan.dense_bias is not None:
             # The bias's gradient is the logits': summed over the axes it
             # broadcasts, zero for the keys the block skips.
             axes = [axis for axis in (0, 1)
                     if plan.dense_bias.shape[axis] == 1]
-            dbias = tf.reduce_sum(dlogits, axis=axes, keepdims=True)
-            dbiases = dbiases.write(i, tf.pad(
-                dbias, [[0, 0], [0, 0], [0, 0],
-                        [k_lo, plan.padded_keys - k_hi]]))
+            dbias = tf.pad(tf.reduce_sum(dlogits, axis=axes, keepdims=True),
+                           [[0, 0], [0, 0], [0, 0],
+                            [k_lo, plan.padded_keys - k_hi]])
         # (B, N, q, k) x (B, N, k, H) -> (B, N, q, H)
         dq = tf.matmul(tf.cast(dlogits, k.dtype), k[:, :, k_lo:k_hi])
+        table_grads = {}
         if plan.relative is not None:
             q_block = q[:, :, q_lo:q_hi] * tf.cast(scale, q.dtype)
             dq = dq + tf.cast(plan.relative.query_grads(dlogits, rows,
                                                         q.dtype), dq.dtype)
-            grads = plan.relative.table_grads(
+            table_grads = plan.relative.table_grads(
                 weights, dlogits, q_block, grad[:, :, q_lo:q_hi], rows)
-            table_sums = {name: table_sums[name] + grads[name]
-                          for name in table_sums}
         # This block's share of dV and dK, for keys [k_lo, k_hi):
         # (B, N, q, k)^T x (B, N, q, D) -> (B, N, k, D)
         dv = tf.matmul(tf.cast(weights, grad.dtype), grad[:, :, q_lo:q_hi],
@@ -309,15 +321,29 @@ def _backward(plan, q, k, v, scale, out, attending, grad):
         # (B, N, q, k)^T x (B, N, q, H) -> (B, N, k, H)
         dk = tf.matmul(tf.cast(dlogits, q.dtype), q[:, :, q_lo:q_hi],
                        transpose_a=True)
+        # float32, padded to all keys
+        where = [[0, 0], [0, 0], [k_lo, plan.padded_keys - k_hi], [0, 0]]
+        dk = tf.pad(tf.cast(dk, tf.float32), where)
+        dv = tf.pad(tf.cast(dv, tf.float32), where)
+        return dq, dk, dv, dbias, table_grads
+
+    if weights is not None:
+        dq, dk, dv, dbias, table_grads = block(0, weights)
+        return (dq, tf.cast(dk, k.dtype), tf.cast(dv, v.dtype), dbias,
+                table_grads)
+
+    def body(i, dqs, dk_sum, dv_sum, dbiases, table_sums):
+        dq, dk, dv, dbias, grads = block(i, None)
+        if dbias is not None:
+            dbiases = dbiases.write(i, dbias)
+        table_sums = {name: table_sums[name] + grads[name]
+                      for name in table_sums}
         # Added into the float32 sums over blocks (linear in the length,
         # cheaper than a second pass that recomputes the scores by key
-        # block).
-        where = [[0, 0], [0, 0], [k_lo, plan.padded_keys - k_hi], [0, 0]]
-        # (ensure_shape: the padding's sizes are not static, the sums' are)
-        dk_sum = tf.ensure_shape(
-            dk_sum + tf.pad(tf.cast(dk, tf.float32), where), dk_sum.shape)
-        dv_sum = tf.ensure_shape(
-            dv_sum + tf.pad(tf.cast(dv, tf.float32), where), dv_sum.shape)
+        # block). (ensure_shape: the padding's sizes are not static, the
+        # sums' are)
+        dk_sum = tf.ensure_shape(dk_sum + dk, dk_sum.shape)
+        dv_sum = tf.ensure_shape(dv_sum + dv, dv_sum.shape)
         return i + 1, dqs.write(i, dq), dk_sum, dv_sum, dbiases, table_sums
 
     dqs = tf.TensorArray(q.dtype, size=plan.nq, infer_shape=False)
@@ -368,6 +394,10 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
     """
     query_length = tf.shape(query)[1]
     key_length = tf.shape(key)[1]
+    # One block holds every query: its weights are kept for the gradient.
+    single = query.shape[1] is not None and query.shape[1] <= block_size
+    if single:  # a block of exactly the queries, nothing padded
+        block_size = max(1, query.shape[1])
     plan = _Plan(query_length=query_length, key_length=key_length,
                  block_size=block_size, causal=causal, window=window,
                  query_offset=query_offset, key_valid=key_valid,
@@ -393,14 +423,14 @@ def blockwise_attention(query, key, value, *, key_valid, query_valid,
             plan.dense_bias = _pad_to(_pad_to(
                 tf.cast(dense_bias, tf.float32), 2, plan.padded_queries,
                 0.0), 3, plan.padded_keys, 0.0)
-        out, attending = _forward(plan, q, k, v, scale)
+        out, attending, weights = _forward(plan, q, k, v, scale, single)
 
         def gradient(grad):
             # (B, T, N, D) -> (B, N, Tq, D)
             grad = _pad_to(tf.transpose(grad, (0, 2, 1, 3)), 2,
                            plan.padded_queries, 0)
             dq, dk, dv, dbias, table_grads = _backward(
-                plan, q, k, v, scale, out, attending, grad)
+                plan, q, k, v, scale, out, attending, grad, weights)
             # d/dq of (scale q) k = scale dS k; d/dk = scale dS^T q
             dq = dq * tf.cast(scale, dq.dtype)
             dk = dk * tf.cast(scale, dk.dtype)

@@ -110,8 +110,9 @@ def test_mixed_precision_agrees_with_dense():
 
 
 def test_auto_goes_blockwise_by_positions_not_slots(monkeypatch):
-    """From `BLOCKWISE_MIN_LENGTH` positions (not slots) on TensorFlow,
-    always on JAX and PyTorch; never when the weights are needed."""
+    """From `BLOCKWISE_MIN_LENGTH` positions (not slots) on TensorFlow, or
+    when the queries fit one block; always on JAX and PyTorch; never when
+    the weights are needed."""
     calls = []
     blockwise = attention_ops.blockwise_attention
 
@@ -120,7 +121,15 @@ def test_auto_goes_blockwise_by_positions_not_slots(monkeypatch):
         return blockwise(*args, **kwargs)
 
     monkeypatch.setattr(attention_ops, "blockwise_attention", counted)
+    layer = MemoryCompressedAttention(num_heads=HEADS, key_dim=KEY,
+                                      compression=3, causal=True)
+    layer(_inputs(11))  # 11 queries: one block
+    assert calls == [3]
+    calls.clear()
     monkeypatch.setattr(multi_head_attention, "BLOCKWISE_MIN_LENGTH", 12)
+    # blocks of 8 rows: 11 queries take two
+    monkeypatch.setattr(multi_head_attention, "default_block_size",
+                        lambda *sizes: 8)
     fused = BACKEND in multi_head_attention.FUSED_CORE_BACKENDS
     layer = MemoryCompressedAttention(num_heads=HEADS, key_dim=KEY,
                                       compression=3, causal=True,

@@ -22,27 +22,15 @@ INPUTS = {
 }
 
 
-def copy_from_hub(hub, ours):
-    """Copy every weight of `hub` into `ours`, matched by path."""
-    by_path = {w.path.replace("self_attention_layer/", "self_attention/"): w
-               for w in hub.weights}
-    assert len(by_path) == len(ours.weights)
-    for weight in ours.weights:
-        match = by_path[weight.path.split("/", 1)[1]]
-        assert tuple(match.shape) == tuple(weight.shape), weight.path
-        weight.assign(match)
-
-
 @pytest.fixture(scope="module")
 def pair():
     """A KerasHub backbone with random (non-trivial) weights and our
-    encoder holding a copy of them."""
+    encoder made from it (`BertEncoder.from_keras_hub`)."""
     hub = keras_hub.models.BertBackbone(**CONFIG)
     for weight in hub.weights:
         weight.assign(RNG.normal(size=weight.shape).astype("float32") * 0.5)
-    ours = BertEncoder(**CONFIG)
-    ours(INPUTS)
-    copy_from_hub(hub, ours)
+    ours = BertEncoder.from_keras_hub(hub)
+    assert ours.get_config()["max_sequence_length"] == 12
     return hub, ours
 
 
@@ -58,6 +46,34 @@ def test_equals_keras_hub_bert_backbone(pair):
     assert_allclose(got["pooled_output"], want["pooled_output"], atol=1e-5)
     # The pooled output is non-trivial (tanh not saturated everywhere).
     assert np.abs(as_numpy(got["pooled_output"])).min() < 0.99
+
+
+def test_from_keras_hub_takes_the_blockwise_core_on_long_inputs():
+    """At 1,030 tokens (the block-wise core from 1,024 on, on TensorFlow;
+    the fused kernel on JAX and PyTorch) our encoder made from the
+    backbone still computes what the backbone computes."""
+    length = 1030
+    hub = keras_hub.models.BertBackbone(**{**CONFIG,
+                                           "max_sequence_length": length})
+    rng = np.random.default_rng(3)
+    for weight in hub.weights:
+        weight.assign(rng.normal(size=weight.shape).astype("float32") * 0.5)
+    ours = BertEncoder.from_keras_hub(hub, dropout=0.0)
+    attention = ours.transformer_layers[0].self_attention
+    assert attention._blockwise_core(False, False, np.zeros((1, length)),
+                                     length)
+    inputs = {"token_ids": rng.integers(4, 40, (1, length)).astype("int32"),
+              "segment_ids": np.zeros((1, length), "int32"),
+              "padding_mask": np.arange(length)[None] < 1000}
+    want = as_numpy(hub(inputs)["sequence_output"])[0, :1000]
+    got = as_numpy(ours(inputs)["sequence_output"])[0, :1000]
+    assert np.abs(got - want).max() < 1e-4
+
+
+def test_from_keras_hub_refuses_another_model():
+    with pytest.raises(ValueError, match="`backbone` must be a keras_hub "
+                                         "BertBackbone, received: a Dense"):
+        BertEncoder.from_keras_hub(keras.layers.Dense(3))
 
 
 def test_padding_does_not_change_the_tokens(pair):

@@ -44,6 +44,23 @@ def test_int8_tied_logits_equal_the_dequantized_product():
                                atol=0.02 * np.abs(expected).max())
 
 
+def test_weight_only_int8_tied_logits_are_the_float_product():
+    """Weight-only int8 (`Translator.quantize`'s default): the inputs stay
+    float, the product is the inputs times the dequantized rows."""
+    embedding = keras.layers.Embedding(VOCABULARY, 16)
+    embedding.build((None,))
+    embedding.quantize("int8", config=keras.quantizers.Int8QuantizationConfig(
+        activation_quantizer=None))
+    inputs = RNG.normal(size=(3, 5, 16)).astype("float32")
+    rows = as_numpy(embedding.embeddings).astype("float64")  # int8 values
+    scale = as_numpy(embedding.embeddings_scale).astype("float64")  # (V,)
+    expected = inputs @ (rows / scale[:, None]).T
+    got = as_numpy(tied_logits(inputs, embedding))
+    assert got.shape == (3, 5, VOCABULARY)
+    np.testing.assert_allclose(got, expected, rtol=1e-4,
+                               atol=1e-5 * np.abs(expected).max())
+
+
 @pytest.mark.parametrize("policy", ["float32", "mixed_bfloat16"])
 @pytest.mark.parametrize("model_class", [TransformerTranslator,
                                          RNNTranslator])

@@ -1,8 +1,10 @@
-"""The translator quantized to int8 end to end: `Translator.quantize`,
-saved and loaded (also in another dtype policy), exported by the Python API
-and by `keras-attention export --quantize int8`, loaded in a process that
-imports only tensorflow and tensorflow_text, and served over REST and
-gRPC: everywhere it translates as the quantized model does in memory."""
+"""The translator quantized end to end: `Translator.quantize` (weight-only
+int8 by default, weight-only int4, int8 with its activations quantized),
+saved and loaded (also in another dtype policy) in the same mode, exported
+by the Python API and by `keras-attention export --quantize int8`, loaded
+in a process that imports only tensorflow and tensorflow_text, and served
+over REST and gRPC: everywhere it translates as the quantized model does
+in memory."""
 
 import pytest
 
@@ -26,6 +28,17 @@ CASES = [("sinusoidal", "mixed_bfloat16")]
 def _int8_layers(model):
     return sorted(layer.name for layer in model._flatten_layers()
                   if getattr(layer, "quantization_mode", None) == "int8")
+
+
+def _modes(model):
+    """{layer name: (mode, activations quantized)} of the quantized
+    layers."""
+    return {layer.name: (layer.quantization_mode,
+                         layer.quantization_config is not None
+                         and layer.quantization_config.activation_quantizer
+                         is not None)
+            for layer in model._flatten_layers()
+            if getattr(layer, "quantization_mode", None)}
 
 
 def _weights_bytes(path):
@@ -89,9 +102,13 @@ def test_quantized_translator_saves_and_loads_in_another_policy(
     assert again.translate(TEXTS) == Translator(
         translator.model, translator.tokenizer,
         translator.max_source_length).translate(TEXTS)
+    # weight-only, and loaded weight-only (Keras's nested layers would come
+    # back with their activations quantized)
+    assert set(_modes(translator.model).values()) == {("int8", False)}
+    assert _modes(again.model) == _modes(translator.model)
     other = Translator.load(tmp_path / "run", dtype="mixed_bfloat16")
     assert _int8_layers(other.model) == _int8_layers(translator.model)
-    assert other.model.dtype_policy.default_policy.name == "mixed_bfloat16"
+    assert other.model.dtype_policy.name == "mixed_bfloat16"
     # int8 from mixed_bfloat16: the quantized layers compute in bfloat16.
     assert {layer.compute_dtype for layer in other.model._flatten_layers()
             if getattr(layer, "quantization_mode", None)} == {"bfloat16"}
@@ -102,6 +119,57 @@ def test_export_quantize_mistakes_are_one_line(capsys):
     with pytest.raises(SystemExit):
         cli(["export", "--quantize", "int4x"])
     assert "--quantize: invalid choice: 'int4x'" in capsys.readouterr().err
+    assert cli(["export", "--quantize", "int4",
+                "--quantize-activations"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [
+        "keras-attention: error: --quantize-activations needs --quantize "
+        "int8, received: --quantize int4"]
+
+
+@pytest.mark.parametrize("mode, activations, message", [
+    ("int2", False, "`mode` must be one of ('int8', 'int4'), received: "
+                    "mode='int2'"),
+    ("int8", "yes", "`activations` must be True or False, received: "
+                    "activations='yes'"),
+    ("int4", True, "received: mode='int4', activations=True"),
+])
+def test_quantize_mistakes_name_the_argument(mode, activations, message):
+    from keras_attention.translator import quantization_config
+
+    with pytest.raises(ValueError) as caught:
+        quantization_config(mode, activations)
+    assert message in str(caught.value)
+
+
+@pytest.mark.parametrize("mode, activations", [("int4", False),
+                                               ("int8", True)])
+def test_other_modes_save_load_and_export_as_they_translate(
+        tmp_path_factory, tmp_path, mode, activations):
+    """int4 (the embeddings weight-only int8) and int8 with quantized
+    activations: the layers in the mode asked for, the same translations
+    after a save and a load, and from the SavedModel."""
+    directory = trained_translator(tmp_path_factory, "sinusoidal",
+                                   then=list(VARIANTS))
+    translator = Translator.load(directory, dtype="float32").quantize(
+        mode, activations=activations)
+    modes = _modes(translator.model)
+    embeddings = {name for name in modes if "embedding" in name}
+    assert embeddings, modes
+    if mode == "int4":
+        assert {modes[name] for name in embeddings} == {("int8", False)}
+        assert {modes[name] for name in modes if name not in embeddings} \
+            == {("int4", False)}
+    else:
+        assert set(modes.values()) == {("int8", True)}
+    expected = translator.translate(TEXTS)
+    translator.save(tmp_path / "run")
+    again = Translator.load(tmp_path / "run")
+    assert _modes(again.model) == modes
+    assert again.translate(TEXTS) == expected
+    path = again.export(tmp_path / "export", mode)
+    (loaded,) = _load_elsewhere(path)
+    assert loaded["translation"] == expected
 
 
 def test_the_quantized_export_is_served_over_rest_and_grpc(quantized):
