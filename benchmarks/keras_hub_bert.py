@@ -64,7 +64,9 @@ def build(name, length, args):
         return tape.gradient(loss, variables)
 
     return ((lambda: forward().numpy()),
-            (lambda: [g.numpy() for g in train()]), forward, train)
+            (lambda: [tf.convert_to_tensor(g).numpy() for g in train()
+                      if g is not None]),
+            forward, train)
 
 
 def peak_growth(run, trace):

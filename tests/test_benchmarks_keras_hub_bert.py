@@ -8,10 +8,11 @@ import sys
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 
 
-def test_a_tiny_run_compares_both_models(tmp_path):
+def test_a_tiny_run_compares_both_models(tmp_path, monkeypatch):
     stdout, record = run_benchmark(
         "keras_hub_bert.py", tmp_path, "--lengths", "1030", "--layers", "1",
         "--hidden", "16", "--heads", "2", "--repeats", "1", timeout=600)
@@ -24,6 +25,12 @@ def test_a_tiny_run_compares_both_models(tmp_path):
         assert row["max_abs_difference"] < 1e-4
     assert record["settings"]["hidden"] == 16
     assert "T=1,030: forward " in stdout
+    text = "\n".join(load_script("summary", monkeypatch).render(record))
+    hub, ours = rows["keras_hub"], rows["ours"]
+    assert (f"| 1,030 | ours | {ours['forward_ms']:,.0f} | "
+            f"{ours['train_ms']:,.0f} | ") in text
+    assert ("KerasHub's time over ours: at 1,030 tokens, forward "
+            f"{hub['forward_ms'] / ours['forward_ms']:.2f}×") in text
 
 
 @pytest.mark.parametrize("arguments, message", [

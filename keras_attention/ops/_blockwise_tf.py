@@ -10,23 +10,24 @@ against the keys it may see, `(B, N, b, S_i)`, are the largest tensor
 alive: a causal block sees only the keys up to its last position, a
 windowed block only its band, so causal attention does half the work of
 the dense path and windowed attention work linear in the length. The
-softmax of a block is exact (its whole row is present) and takes few
-passes over the block, since on CPU those passes, not the products,
-are what a block costs beyond its products: the logits are one product
-with the scale and the mask's bias in the form oneDNN fuses (`matmul *
-scale + bias`), the softmax is TensorFlow's fused one (a disallowed key
-gets a finite bias far below any logit, so no row is NaN), and the
-gradient's `dP - D` is one product too (`[dO, -D] [V, 1]^T`). Nothing
-is kept but the output and which rows attend anything: the gradient
-recomputes each block's weights with the same product and softmax
-(Rabe & Staats 2021; FlashAttention's backward), one pass over query
-blocks giving dQ and adding each block's share of dK and dV, so the
-gradient needs no (T, S) tensor either.
+softmax of a block is exact (its whole row is present) and is made in
+few passes over the block's scores, since on a CPU each such pass is
+memory traffic, most of what a block costs beyond its products: the
+logits are one product with the scale and the mask's bias in the form
+oneDNN fuses (`matmul * scale + bias`), the softmax is TensorFlow's
+fused one (a disallowed key gets a finite bias far below any logit, so
+no row is NaN), and the gradient's `dP - D` is one product too (`[dO,
+-D] [V, 1]^T`). Nothing is kept but the output and which rows attend
+anything: the gradient recomputes each block's weights with the same
+product and softmax (Rabe & Staats 2021; FlashAttention's backward), one
+pass over query blocks giving dQ and adding each block's share of dK and
+dV, so the gradient needs no (T, S) tensor either. When one block holds
+every query (short sequences), its weights are kept instead: the dense
+algorithm, in the same few passes.
 
 Letters: B batch, N heads, T query length, S key length, H key size,
 D value size, b a block's rows, K the keys (or queries) a block meets.
 """
-
 
 import tensorflow as tf
 
