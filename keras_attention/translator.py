@@ -38,7 +38,7 @@ from keras_attention.training.config import PRECISIONS  # noqa: F401
 from keras_attention.training.config import TrainingConfig
 
 __all__ = ["PRECISIONS", "TrainingConfig", "Translator", "bleu_by_length",
-           "build", "train"]
+           "build", "quantization_config", "quantize_model", "train"]
 build = seq2seq.build
 
 
@@ -132,7 +132,7 @@ class Translator:
         return this translator, whose `translate`, `save` and `export` then
         use the quantized model.
 
-        Modes (`QUANTIZATION_MODES`), each a Keras quantization config:
+        Modes, each a Keras quantization config (`quantization_config`):
 
         - `"int8"` (the default): weight-only int8, `keras.quantizers.
           Int8QuantizationConfig(activation_quantizer=None)`: the kernels
@@ -375,8 +375,15 @@ QUANTIZATION_MODES = ("int8", "int4")
 
 def quantization_config(mode="int8", activations=False):
     """The Keras quantization config of a `Translator.quantize` mode (see
-    there): a weight-only `Int8QuantizationConfig` or `Int4Quantization
-    Config`, or with `activations=True` Keras's default int8 config."""
+    there): a weight-only `keras.quantizers.Int8QuantizationConfig` or
+    `Int4QuantizationConfig`, or, with `activations=True`, Keras's default
+    int8 config (the inputs quantized too).
+
+    >>> quantization_config("int8").activation_quantizer is None
+    True
+    >>> quantization_config("int4").mode
+    'int4'
+    """
     if mode not in QUANTIZATION_MODES:
         raise ValueError(f"`mode` must be one of {QUANTIZATION_MODES}, "
                          f"received: mode={mode!r}")
@@ -395,19 +402,26 @@ def quantization_config(mode="int8", activations=False):
 
 def quantize_model(model, mode="int8", activations=False):
     """`model.quantize` as `Translator.quantize(mode, activations)` does:
-    in `"int4"` the embeddings weight-only int8, the rest int4."""
-    if mode != "int4":
-        model.quantize(mode, config=quantization_config(mode, activations))
-        return
-    quantization_config(mode, activations)  # the arguments checked
+    the layers with weights to quantize (`Dense`, `EinsumDense` and
+    `Embedding`, and their subclasses), so Keras warns about none of the
+    others; in `"int4"` the embeddings weight-only int8, the rest int4."""
+    config = quantization_config(mode, activations)
 
     def is_embedding(layer):
         return isinstance(layer, keras.layers.Embedding)
 
+    def is_product(layer):
+        return isinstance(layer, (keras.layers.Dense,
+                                  keras.layers.EinsumDense))
+
+    if mode != "int4":
+        model.quantize(mode, config=config,
+                       filters=lambda layer: is_product(layer)
+                       or is_embedding(layer))
+        return
     model.quantize("int8", config=quantization_config("int8"),
                    filters=is_embedding)
-    model.quantize("int4", config=quantization_config("int4"),
-                   filters=lambda layer: not is_embedding(layer))
+    model.quantize("int4", config=config, filters=is_product)
 
 
 def _float_policy(saved, dtype):
