@@ -28,6 +28,7 @@ before Keras or TensorFlow starts without TensorFlow's log lines (set
 TF_CPP_MIN_LOG_LEVEL to see them).
 """
 
+import argparse
 import datetime
 import json
 import math
@@ -217,6 +218,19 @@ def run_capped(command, cap_bytes, poll_seconds=0.2):
         return {"failed": f"exit {process.returncode}: {last[:200]}",
                 "rss_bytes": peak}
     return json.loads(lines[-1])
+
+
+def positive_ints(text):
+    """An argparse type: positive integers separated by commas."""
+    try:
+        values = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError:
+        values = []
+    if not values or min(values) <= 0:
+        raise argparse.ArgumentTypeError(
+            f"must be positive integers separated by commas, received: "
+            f"{text!r}")
+    return values
 
 
 def add_results_arguments(parser, default_name):

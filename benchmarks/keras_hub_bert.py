@@ -101,21 +101,9 @@ def timing_worker(length, args):
             "train": train}
 
 
-def positive_ints(text):
-    try:
-        values = [int(part) for part in text.split(",") if part.strip()]
-    except ValueError:
-        values = []
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(
-            f"must be positive integers separated by commas, received: "
-            f"{text!r}")
-    return values
-
-
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--lengths", type=positive_ints, default=[4096, 8192],
+    p.add_argument("--lengths", type=harness.positive_ints, default=[4096, 8192],
                    help="tokens (default: 4096,8192)")
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--hidden", type=int, default=512)

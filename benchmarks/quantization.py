@@ -47,15 +47,6 @@ SIZE_TARGETS = {"int8": 0.3, "int8_bf16": 0.3, "int8_activations": 0.3,
 SENTENCE = "A young woman reads a red book in the park."
 
 
-def positive_ints(text):
-    values = [int(part) for part in text.split(",") if part.strip()]
-    if not values or min(values) <= 0:
-        raise argparse.ArgumentTypeError(
-            f"must be positive integers separated by commas, received: "
-            f"{text!r}")
-    return values
-
-
 def parse(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--model-dir", required=True,
@@ -70,7 +61,7 @@ def parse(argv):
                    help="some of " + ", ".join(VARIANTS))
     p.add_argument("--beam-size", type=int, default=4,
                    help="the beam of the second BLEU (1: greedy only)")
-    p.add_argument("--clients", type=positive_ints, default=[1, 32],
+    p.add_argument("--clients", type=harness.positive_ints, default=[1, 32],
                    help="concurrent REST clients (default: 1,32)")
     p.add_argument("--seconds", type=float, default=10.0,
                    help="seconds of load per number of clients")
