@@ -6,6 +6,7 @@ in a process that imports only tensorflow and tensorflow_text, and served
 over REST and gRPC: everywhere it translates as the quantized model does
 in memory."""
 
+import numpy as np
 import pytest
 
 from keras_attention.cli import main as cli
@@ -127,6 +128,20 @@ def test_export_quantize_mistakes_are_one_line(capsys):
         "int8, received: --quantize int4"]
 
 
+def test_activations_mode_quantizes_every_product_s_inputs():
+    """`activations=True`: Keras's default int8 on every quantized layer
+    (the weight-only default is checked on the trained translator)."""
+    from keras_attention.models import TransformerTranslator
+    from keras_attention.translator import quantize_model
+
+    model = TransformerTranslator.from_preset("tiny", 50, 50, pad_id=0)
+    model({"encoder_tokens": np.ones((1, 4), "int32"),
+           "decoder_tokens": np.ones((1, 3), "int32")})
+    quantize_model(model, "int8", activations=True)
+    modes = _modes(model)
+    assert modes and set(modes.values()) == {("int8", True)}
+
+
 @pytest.mark.parametrize("mode, activations, message", [
     ("int2", False, "`mode` must be one of ('int8', 'int4'), received: "
                     "mode='int2'"),
@@ -142,32 +157,26 @@ def test_quantize_mistakes_name_the_argument(mode, activations, message):
     assert message in str(caught.value)
 
 
-@pytest.mark.parametrize("mode, activations", [("int4", False),
-                                               ("int8", True)])
-def test_other_modes_save_load_and_export_as_they_translate(
-        tmp_path_factory, tmp_path, mode, activations):
-    """int4 (the embeddings weight-only int8) and int8 with quantized
-    activations: the layers in the mode asked for, the same translations
-    after a save and a load, and from the SavedModel."""
+def test_int4_saves_loads_and_exports_as_it_translates(tmp_path_factory,
+                                                      tmp_path):
+    """int4 (the embeddings weight-only int8): the layers in that mode,
+    the same translations after a save and a load, and from the
+    SavedModel."""
     directory = trained_translator(tmp_path_factory, "sinusoidal",
                                    then=list(VARIANTS))
-    translator = Translator.load(directory, dtype="float32").quantize(
-        mode, activations=activations)
+    translator = Translator.load(directory, dtype="float32").quantize("int4")
     modes = _modes(translator.model)
     embeddings = {name for name in modes if "embedding" in name}
     assert embeddings, modes
-    if mode == "int4":
-        assert {modes[name] for name in embeddings} == {("int8", False)}
-        assert {modes[name] for name in modes if name not in embeddings} \
-            == {("int4", False)}
-    else:
-        assert set(modes.values()) == {("int8", True)}
+    assert {modes[name] for name in embeddings} == {("int8", False)}
+    assert {modes[name] for name in modes if name not in embeddings} \
+        == {("int4", False)}
     expected = translator.translate(TEXTS)
     translator.save(tmp_path / "run")
     again = Translator.load(tmp_path / "run")
     assert _modes(again.model) == modes
     assert again.translate(TEXTS) == expected
-    path = again.export(tmp_path / "export", mode)
+    path = again.export(tmp_path / "export", "int4")
     (loaded,) = _load_elsewhere(path)
     assert loaded["translation"] == expected
 
