@@ -53,3 +53,21 @@ def test_write_results_writes_non_finite_numbers_as_null(tmp_path,
         "numpy_finite": 2.5, "count": 3, "flag": True, "name": "nan"}]
     assert record["extra"] == [None, 1]
     assert path.read_text().endswith("}\n")
+
+
+def test_tracked_checkpoints_are_only_those_of_runs_in_progress():
+    """benchmarks/checkpoints/ keeps a run's checkpoints while it is in
+    progress; a published run's are removed (git history keeps them), so
+    the tracked ones stay small."""
+    import subprocess
+
+    root = BENCHMARKS.parent
+    listed = subprocess.run(
+        ["git", "ls-files", "benchmarks/checkpoints"], cwd=root,
+        capture_output=True, text=True, check=True).stdout.split()
+    total = sum((root / name).stat().st_size for name in listed
+                if (root / name).exists())
+    assert total <= 8 * 2**20, total
+    assert not any(name.startswith("benchmarks/checkpoints/"
+                                   "image_transformer_mnist/")
+                   for name in listed)

@@ -35,8 +35,8 @@ seconds, the return code, and the TensorFlow modules loaded (none).
     python benchmarks/gpu/run.py --out DIR                # on the GPU
     python benchmarks/gpu/run.py --out DIR --smoke        # CPU, tiny sizes
 
-`benchmarks/gpu/run.sh` prepares the wheels and data here and runs this
-there (`make bench-gpu` prints the device tool's command).
+`benchmarks/gpu/run.sh` prepares the wheels and data on this machine and
+runs this on the GPU machine (`make bench-gpu` prints the command).
 """
 
 import argparse
@@ -54,7 +54,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 BENCHMARKS = HERE.parent
 ROOT = BENCHMARKS.parent
 RUNNER = HERE / "without_tensorflow.py"
-PIECE_BYTES = 15 * 2 ** 20  # the device tool brings back files up to 16 MiB
+PIECE_BYTES = 15 * 2 ** 20  # results are written in pieces of at most this
 NAMES = ("babi", "music", "ram")
 WEIGHTS = {"babi": 0.3, "music": 0.45, "ram": 0.25}
 # Seconds of each run spent outside its training clock on an H100/H200:
@@ -214,8 +214,8 @@ def run(name, command, seconds, out, scratch, log):
 
 
 def cut_model(out):
-    """The music model, `VARIANT_seedN.keras`, cut into pieces the device
-    tool brings back (`.part-1`, `.part-2`, ...); returns their names."""
+    """The music model, `VARIANT_seedN.keras`, cut into pieces of at most
+    `PIECE_BYTES` (`.part-1`, `.part-2`, ...); returns their names."""
     pieces = []
     for model in sorted(pathlib.Path(out).glob("*.keras")):
         data = model.read_bytes()
@@ -234,8 +234,8 @@ def main(argv=None):
     args = finish_arguments(p, p.parse_args(argv))
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    # Checkpoints and the RAM's model stay outside --out: the device tool
-    # brings back at most 8 files.
+    # Checkpoints and the RAM's model stay outside --out, which holds only
+    # the results to copy back.
     args.scratch = pathlib.Path(tempfile.mkdtemp(prefix="gpu_run_"))
     budget = 60.0 * args.minutes
     started = time.perf_counter()

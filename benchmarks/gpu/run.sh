@@ -10,8 +10,8 @@
 # `prepare` downloads the wheels the GPU image lacks (Keras and its two
 # missing needs, namex and optree) into .whl/ and copies the data (bAbI
 # 10k, the chorales, mnist10k) into .gpudata/, both ignored by git
-# (.git/info/exclude); the device tool carries them: carry [".whl",
-# ".gpudata"], command "bash benchmarks/gpu/run.sh run". `run` installs
+# (.git/info/exclude); copy the checkout with them to the GPU machine and
+# run "bash benchmarks/gpu/run.sh run" there. `run` installs
 # the wheels and writes the results files, the log and the music model's
 # pieces into $OUT (or runs/gpu).
 set -euo pipefail
