@@ -153,6 +153,17 @@ def compare(candidates, length, repeats):
     return harness.interleaved(runs, repeats, warmup=1)
 
 
+def causal_block_pairs(length):
+    """(query, key) pairs the block-wise core scores in causal attention
+    over `length` positions: each block of queries against the keys up
+    to its own last one, whole blocks."""
+    from keras_attention.ops.blockwise import default_block_size
+
+    block = default_block_size(BATCH, HEADS, length, length)
+    blocks = -(-length // block)
+    return BATCH * HEADS * block**2 * blocks * (blocks + 1) // 2
+
+
 def product_flops(candidate, length):
     """Matrix-product FLOPs of one step of `candidate` (`ours`, `ours
     dense` or `keras`), or None: the four D x D projections (forward, and
@@ -162,14 +173,10 @@ def product_flops(candidate, length):
     1,024 positions) makes 7 over the pairs of the causal blocks it meets
     (forward 2, gradient 5: it recomputes the scores)."""
     from keras_attention.layers.multi_head_attention import BLOCKWISE_MIN_LENGTH
-    from keras_attention.ops.blockwise import default_block_size
 
     projections = 4 * 3 * 2 * BATCH * length * MODEL_DIM**2
     if candidate == "ours" and length >= BLOCKWISE_MIN_LENGTH:
-        block = default_block_size(BATCH, HEADS, length, length)
-        blocks = -(-length // block)
-        pairs = BATCH * HEADS * block**2 * blocks * (blocks + 1) // 2
-        products = 7
+        pairs, products = causal_block_pairs(length), 7
     elif candidate in ("ours", "ours dense", "keras"):
         pairs, products = BATCH * HEADS * length**2, 6
     else:
@@ -190,7 +197,6 @@ def roofline(timing, length, rate):
     """Per candidate: FLOPs, the time at the machine's measured matmul
     `rate` (GFLOP/s), the achieved rate and its share of `rate`; and the
     block-wise core's score traffic in bytes."""
-    from keras_attention.ops.blockwise import default_block_size
 
     out = {"matmul_gflops": rate}
     for candidate, value in timing.items():
@@ -203,10 +209,8 @@ def roofline(timing, length, rate):
                           "achieved_gflops": flops / seconds / 1e9,
                           "of_matmul_rate": flops / seconds / 1e9 / rate}
     if "ours" in out:
-        block = default_block_size(BATCH, HEADS, length, length)
-        blocks = -(-length // block)
-        pairs = BATCH * HEADS * block**2 * blocks * (blocks + 1) // 2
-        out["ours"]["score_bytes"] = CORE_PASSES * 4 * pairs
+        out["ours"]["score_bytes"] = CORE_PASSES * 4 * causal_block_pairs(
+            length)
     return out
 
 
