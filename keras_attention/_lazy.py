@@ -51,15 +51,18 @@ def lazy_exports(package, exports, moved=None):
 
 def moved_module(old, module, new=None):
     """`(__getattr__, __dir__, __all__)` for the module `old` (its full
-    name), whose code moved to `module`: every name of `module` reads
-    from `old` as before, `from old import *` included.
+    name), whose code moved to the module named `module`: every name of
+    `module` reads from `old` as before, `from old import *` included.
 
     Call it at the module level of `old`: it warns (DeprecationWarning,
     pointing at the statement that imports `old`) that `old` moved to
-    `new`, the full name to import instead (default: `module`'s).
+    `new`, the full name to import instead (default: `module`). Like
+    `lazy_exports`' `moved`, the new home is named, not imported by the
+    old package: a deprecated path adds no import between packages.
     """
-    warnings.warn(_moved(old, new or module.__name__), DeprecationWarning,
+    warnings.warn(_moved(old, new or module), DeprecationWarning,
                   stacklevel=3)
+    module = importlib.import_module(module)
 
     def __getattr__(name):
         try:

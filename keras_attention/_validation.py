@@ -2,6 +2,8 @@
 the value received."""
 
 import numbers
+import os
+import pathlib
 
 
 def non_negative_int(name, value):
@@ -142,3 +144,14 @@ def pair(name, value, minimum):
             f"{name}={value!r}"
         )
     return tuple(int(v) for v in value)
+
+
+def path(name, value):
+    """`value` as a `pathlib.Path`; a clear error naming `name` unless it
+    is a str or os.PathLike."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise ValueError(
+            f"`{name}` must be a str or os.PathLike path, received: "
+            f"{name}={value!r}"
+        )
+    return pathlib.Path(value)

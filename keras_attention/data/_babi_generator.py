@@ -11,7 +11,6 @@ import pathlib
 import random
 
 from keras_attention import _validation
-from keras_attention.text.parallel_files import _as_path
 
 TASKS = (1, 2)  # the tasks generate_babi makes
 PEOPLE = ("Mary", "John", "Sandra", "Daniel")
@@ -141,6 +140,6 @@ def generate_babi(task, num_stories, seed):
 def write_babi(path, task, num_stories, seed):
     """Write `generate_babi(task, num_stories, seed)` to `path` (UTF-8);
     returns the path as a `pathlib.Path`."""
-    path = pathlib.Path(_as_path(path, "path"))
+    path = pathlib.Path(_validation.path("path", path))
     path.write_text(generate_babi(task, num_stories, seed), encoding="utf-8")
     return path

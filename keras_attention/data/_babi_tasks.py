@@ -15,7 +15,6 @@ import os
 import random
 
 from keras_attention import _validation
-from keras_attention.text.parallel_files import _as_path
 
 # The release's file-name stems, qa{task}_{name}_{split}.txt.
 TASK_NAMES = {
@@ -57,7 +56,7 @@ def babi_directory(root=None):
             f"en-10k/): pass `root` or set {ENVIRONMENT_VARIABLE}, received "
             "neither"
         )
-    return _as_path(root, "root")
+    return _validation.path("root", root)
 
 
 def _task(task):

@@ -78,7 +78,6 @@ from keras_attention.data._babi_tasks import babi_directory
 from keras_attention.data._babi_tasks import split_validation
 from keras_attention.data._babi_tasks import task_file
 from keras_attention.text.parallel_files import CorpusError
-from keras_attention.text.parallel_files import _as_path
 from keras_attention.text.parallel_files import read_lines
 
 PAD = "<pad>"  # the word of id 0
@@ -186,7 +185,7 @@ def read_babi(path):
         CorpusError (a ValueError): the file is empty, not UTF-8, or has a
             malformed line (named by file and 1-based line number).
     """
-    path = _as_path(path, "path")
+    path = _validation.path("path", path)
     samples = parse_babi(read_lines(path), source=str(path))
     if not samples:
         raise CorpusError(f"{path} holds no question lines")

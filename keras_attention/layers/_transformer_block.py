@@ -11,9 +11,9 @@ import inspect
 import keras
 
 from keras_attention import _validation
-from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.local_self_attention import LocalSelfAttention
 from keras_attention.layers.multi_head_self_attention import MultiHeadSelfAttention
+from keras_attention.layers.quantization import quantized_dtype_config
 from keras_attention.layers.relative_attention import RelativeAttention
 
 # Short class names a `{"class_name": ..., "config": ...}` dict may use;

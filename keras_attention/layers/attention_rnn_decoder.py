@@ -11,10 +11,10 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
-from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.additive_attention import AdditiveAttention
 from keras_attention.layers.dot_attention import DotAttention
 from keras_attention.layers.general_attention import GeneralAttention
+from keras_attention.layers.quantization import quantized_dtype_config
 from keras_attention.layers.scaled_dot_attention import ScaledDotAttention
 from keras_attention.layers.score_attention import ScoreAttention
 from keras_attention.ops import stochastic

@@ -16,7 +16,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
-from keras_attention.layers._quantization import NothingToQuantize
+from keras_attention.layers.quantization import NothingToQuantize
 
 
 def glimpse_boxes(locations, image_shape, glimpse_size, num_scales=1,

@@ -12,7 +12,7 @@ from keras import ops
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
 from keras_attention.layers._flat_einsum_dense import FlatEinsumDense
-from keras_attention.layers._quantization import quantized_dtype_config
+from keras_attention.layers.quantization import quantized_dtype_config
 from keras_attention.ops.blockwise import default_block_size
 
 HEAD_MERGES = ("concat", "mean")

@@ -9,7 +9,7 @@ import keras
 from keras import ops
 
 from keras_attention import _validation
-from keras_attention.layers._quantization import quantized_dtype_config
+from keras_attention.layers.quantization import quantized_dtype_config
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -5,7 +5,7 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
-from keras_attention.layers._quantization import NothingToQuantize
+from keras_attention.layers.quantization import NothingToQuantize
 
 
 @keras.saving.register_keras_serializable(package="keras_attention")

@@ -9,7 +9,7 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention import ops as attention_ops
-from keras_attention.layers._quantization import quantized_dtype_config
+from keras_attention.layers.quantization import quantized_dtype_config
 from keras_attention.layers.transformer_encoder import TransformerEncoder
 
 

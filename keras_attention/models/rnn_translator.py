@@ -12,8 +12,8 @@ from keras import ops
 
 from keras_attention import _validation
 from keras_attention.layers import AttentionRNNDecoder
-from keras_attention.layers._quantization import quantized_dtype_config
 from keras_attention.layers.attention_rnn_decoder import serialize_attention
+from keras_attention.layers.quantization import quantized_dtype_config
 from keras_attention.models._lora import enable_dense_lora
 from keras_attention.models._tied_logits import tied_logits
 

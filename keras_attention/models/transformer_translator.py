@@ -14,7 +14,7 @@ from keras_attention.layers import RelativeAttention
 from keras_attention.layers import SinusoidalPositionEmbedding
 from keras_attention.layers import TransformerDecoder
 from keras_attention.layers import TransformerEncoder
-from keras_attention.layers._quantization import quantized_dtype_config
+from keras_attention.layers.quantization import quantized_dtype_config
 from keras_attention.models._lora import LoRAMixin
 from keras_attention.models._tied_logits import tied_logits
 

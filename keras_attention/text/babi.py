@@ -5,6 +5,6 @@ from here as before, for one more release.
 """
 
 from keras_attention import _lazy
-from keras_attention.data import babi as _babi
 
-__getattr__, __dir__, __all__ = _lazy.moved_module(__name__, _babi)
+__getattr__, __dir__, __all__ = _lazy.moved_module(
+    __name__, "keras_attention.data.babi")

@@ -7,7 +7,6 @@ from here as before, for one more release.
 """
 
 from keras_attention import _lazy
-from keras_attention.data import _babi_tasks
 
 __getattr__, __dir__, __all__ = _lazy.moved_module(
-    __name__, _babi_tasks, "keras_attention.data.babi")
+    __name__, "keras_attention.data._babi_tasks", "keras_attention.data.babi")

@@ -21,9 +21,10 @@ import codecs
 import errno
 import gzip
 import os
-import pathlib
 import zlib
 from collections.abc import Sequence
+
+from keras_attention import _validation
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -34,15 +35,6 @@ class CorpusError(ValueError):
     The message names the file, and the 1-based line number when the fault
     is on one line.
     """
-
-
-def _as_path(path, argument):
-    if not isinstance(path, (str, os.PathLike)):
-        raise ValueError(
-            f"`{argument}` must be a str or os.PathLike path, received: "
-            f"{argument}={path!r}"
-        )
-    return pathlib.Path(path)
 
 
 def _read_bytes(path):
@@ -92,7 +84,7 @@ def read_lines(path):
     ['One.', '', '  Three\\t3  ']
     >>> folder.cleanup()
     """
-    path = _as_path(path, "path")
+    path = _validation.path("path", path)
     data = _read_bytes(path)
     if data.startswith(codecs.BOM_UTF8):
         data = data[len(codecs.BOM_UTF8):]
@@ -140,7 +132,7 @@ def read_tsv(path):
             for a line with no tab or more than one (the message gives the
             file and the 1-based line number).
     """
-    path = _as_path(path, "path")
+    path = _validation.path("path", path)
     pairs = []
     for number, line in enumerate(read_lines(path), start=1):
         if line == "":
@@ -170,8 +162,8 @@ def read_parallel_files(source_path, target_path):
             when the files have different numbers of lines (the message
             names both files and both counts).
     """
-    source_path = _as_path(source_path, "source_path")
-    target_path = _as_path(target_path, "target_path")
+    source_path = _validation.path("source_path", source_path)
+    target_path = _validation.path("target_path", target_path)
     sources = read_lines(source_path)
     targets = read_lines(target_path)
     if len(sources) != len(targets):
@@ -237,7 +229,8 @@ def load_parallel(paths):
             f"target file, one sentence a line), received: paths={paths!r}"
         )
     if len(paths) == 1:
-        return read_tsv(_as_path(paths[0], "paths[0]"))
+        return read_tsv(_validation.path("paths[0]", paths[0]))
     return read_parallel_files(
-        _as_path(paths[0], "paths[0]"), _as_path(paths[1], "paths[1]")
+        _validation.path("paths[0]", paths[0]),
+        _validation.path("paths[1]", paths[1])
     )

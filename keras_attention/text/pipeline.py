@@ -156,4 +156,9 @@ def make_dataset(
     )
     report.target_tokens = sum(len(t) + 1 for t in kept_targets)
     report.batches = int(dataset.reduce(0, lambda count, _: count + 1))
+    # The same count every epoch (each bucket yields ceil(pairs / size)
+    # batches whatever the order): told to the dataset, so that `fit`
+    # knows an epoch's length and a progress bar its end.
+    dataset = dataset.apply(
+        tf.data.experimental.assert_cardinality(report.batches))
     return dataset.prefetch(tf.data.AUTOTUNE), report

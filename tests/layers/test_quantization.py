@@ -5,7 +5,7 @@ with the same outputs and its quantized policies in the config.
 
 Keras quantizes the leaf layers that own kernels (`Dense`, `EinsumDense`,
 our `FlatEinsumDense`); the layers here hold those and record them in their
-config (`keras_attention/layers/_quantization.py`). What stays float is
+config (`keras_attention/layers/quantization.py`). What stays float is
 listed in `FLOAT_WEIGHTS`, each with its reason.
 """
 

@@ -417,3 +417,13 @@ def test_pairs_with_an_empty_side_are_skipped_and_counted(tokenizers):
                  token_ids(tokenizers[1], [t])[0])
                 for s, t in (PAIRS[0], PAIRS[3])]
     assert sorted(real_rows(dataset)) == sorted(expected)
+
+
+def test_the_dataset_knows_its_epoch_length(tokenizers):
+    """`fit` reads the number of batches from the dataset (no "ran out of
+    data" warning after the first epoch); it is the report's count, and
+    each shuffled epoch yields exactly that many."""
+    dataset, report = make(tokenizers, tokens_per_batch=40, seed=3)
+    assert int(dataset.cardinality()) == report.batches > 1
+    for _ in range(2):
+        assert sum(1 for _ in dataset) == report.batches

@@ -1,4 +1,6 @@
-"""What the layers share for Keras's quantization (`model.quantize(mode)`).
+"""What layers built of sublayers need for Keras's quantization
+(`model.quantize(mode)`): for the layers and models of this package, and
+for a user's own composite layer.
 
 `Model.quantize` quantizes the leaf layers (`Dense`, `EinsumDense`, our
 `FlatEinsumDense`, `Embedding`) by giving each a quantized dtype policy
