@@ -1,7 +1,8 @@
 """Training: the configuration, the one loop every sequence-to-sequence model
 trains with (`seq2seq`), strategy from the environment, schedule, losses,
-callbacks; a GAN's hinge-loss step (`gan`) and the Fréchet distance
-(`frechet`).
+callbacks; the reproductions' loop (`loop`: epochs under a stopping rule,
+selection on validation, the test split once, resume); a GAN's hinge-loss
+step (`gan`) and the Fréchet distance (`frechet`).
 
 The names load on first use (PEP 562), so `keras_attention.training.config`
 (the options the command line is built from) imports without TensorFlow.
@@ -17,6 +18,7 @@ _EXPORTS = {
     "MaskedAccuracy": "losses",
     "MaskedCrossentropy": "losses",
     "TrainingConfig": "config",
+    "StoppingRule": "loop",
     "TransformerSchedule": "schedule",
     "describe": "strategy",
     "epoch_checkpoints": "averaging",
@@ -27,6 +29,7 @@ _EXPORTS = {
     "sampled_path_probabilities": "glimpse_paths",
     "strategy_from_environment": "strategy",
     "tf_config_from_environment": "cluster",
+    "train_run": "loop",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,318 @@
+"""The reproductions' training loop: epochs until a stopping rule says the
+run is finished, the weights chosen on validation, the test split scored
+once at the end, and runs longer than one sitting resumed exactly.
+
+`train_run` owns what every reproduction shares; what an epoch is (one
+pass over the data, or a fixed number of steps), how a model is validated
+and tested, and the learning rate of each epoch are the caller's:
+
+- **The stopping rule** (`StoppingRule`, part of a run's settings) alone
+  decides when a run is finished: a budget of epochs, and optionally
+  patience on the validation score. A time limit (`seconds`) only ends a
+  *piece* of the run; the next call continues it.
+- **Selection on validation:** the weights of the best validation epoch
+  (ties broken by the score's further entries), or the last epoch's.
+- **The test split once:** `test` is called exactly once, on the selected
+  weights, when the rule finishes the run; an unfinished run has no test
+  result, and a finished one is never tested again.
+- **Resume:** with a `directory`, every epoch saves the model with its
+  optimizer (its step, so a schedule goes on), the best weights, the data
+  order's random generator and the run's state, so a run stopped anywhere
+  continues as one uninterrupted run would (the same data order, the same
+  schedule).
+- **Pieces recorded:** each call appends where and how long it ran (the
+  machine, the code version, minutes, epochs, steps).
+"""
+
+import dataclasses
+import datetime
+import json
+import os
+import pathlib
+import platform
+import subprocess
+import time
+
+import numpy as np
+
+from keras_attention import _validation
+from keras_attention.version import __version__
+
+SELECTIONS = ("best", "last")
+
+
+@dataclasses.dataclass(frozen=True)
+class StoppingRule:
+    """When a run is finished.
+
+    Args:
+        epochs: the budget, the most epochs the run trains (an int >= 1).
+        patience: with an int >= 1, the run also finishes after that many
+            epochs without a validation score better than the best by more
+            than `min_delta`; None (the default) runs the whole budget.
+        min_delta: a float >= 0, the least gain that counts as better.
+
+    Example:
+
+    >>> rule = StoppingRule(epochs=10, patience=2)
+    >>> rule.stopped_by([0.5, 0.7, 0.6, 0.65])
+    'patience: 2 epochs without a better validation score than epoch 2'
+    >>> rule.stopped_by([0.5, 0.7, 0.6]) is None
+    True
+    >>> StoppingRule(epochs=3).stopped_by([0.1, 0.2, 0.3])
+    'budget: 3 epochs'
+    """
+
+    epochs: int
+    patience: int | None = None
+    min_delta: float = 0.0
+
+    def __post_init__(self):
+        _validation.positive_int("epochs", self.epochs)
+        if self.patience is not None:
+            _validation.positive_int("patience", self.patience)
+        _validation.non_negative_float("min_delta", self.min_delta)
+
+    def stopped_by(self, curve, higher_is_better=True, first=0):
+        """Why a run with validation scores `curve` (one an epoch) is
+        finished, or None while it goes on. Epochs before `first` (0-based)
+        are not candidates for the best (see `train_run`'s `select_from`)."""
+        if len(curve) >= self.epochs:
+            return f"budget: {self.epochs} epochs"
+        if self.patience is None or len(curve) <= first:
+            return None
+        best = best_epoch(curve, higher_is_better, first, self.min_delta)
+        if len(curve) - 1 - best >= self.patience:
+            return (f"patience: {self.patience} epochs without a better "
+                    f"validation score than epoch {best + 1}")
+        return None
+
+
+def best_epoch(curve, higher_is_better=True, first=0, min_delta=0.0):
+    """The 0-based index of the best score of `curve[first:]`: the first
+    that no later score beats by more than `min_delta`."""
+    sign = 1.0 if higher_is_better else -1.0
+    best = first
+    for index in range(first + 1, len(curve)):
+        if sign * (curve[index] - curve[best]) > min_delta:
+            best = index
+    return best
+
+
+def code_version():
+    """The package's version, and the git commit of its checkout (with
+    `+dirty` for uncommitted changes) when it runs from one."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    try:
+        commit = subprocess.run(
+            ["git", "-C", str(root), "describe", "--always", "--dirty=+dirty",
+             "--abbrev=12"], capture_output=True, text=True, timeout=10,
+            check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return __version__
+    return f"{__version__} ({commit})" if commit else __version__
+
+
+def machine_name():
+    """The CPU's model name (Linux's `/proc/cpuinfo`, else `platform`)
+    and its cores, e.g. `Intel(R) Xeon(R) Processor, 2 cores`."""
+    name = platform.processor() or platform.machine()
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{name}, {os.cpu_count()} cores"
+
+
+class _Checkpoint:
+    """A run's saved state in `directory`: `state.json` (written last and
+    atomically, so a run killed while saving resumes from the epoch
+    before), `last.weights.h5` (the model and its optimizer) and
+    `best.npz` (the selected weights)."""
+
+    def __init__(self, directory):
+        self.directory = pathlib.Path(directory)
+        self.state_path = self.directory / "state.json"
+
+    def exists(self):
+        return self.state_path.is_file()
+
+    def save(self, model, state, best_weights=None):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        model.save_weights(self.directory / "last.weights.h5")
+        if best_weights is not None:
+            np.savez(self.directory / "best.npz", *best_weights)
+        temporary = self.state_path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(state, indent=1))
+        temporary.replace(self.state_path)
+
+    def state(self):
+        return json.loads(self.state_path.read_text())
+
+    def restore(self, model):
+        """Restore the built `model` and its optimizer; returns the best
+        weights, or None."""
+        if model.optimizer is not None and not model.optimizer.built:
+            # Built first, the optimizer takes its variables (its step, so
+            # the schedule goes on) from the weights file.
+            model.optimizer.build(model.trainable_variables)
+        model.load_weights(self.directory / "last.weights.h5")
+        best = self.directory / "best.npz"
+        if not best.is_file():
+            return None
+        stored = np.load(best)
+        return [stored[f"arr_{i}"] for i in range(len(stored.files))]
+
+
+def _score(value):
+    """A validation result as a tuple of floats (a float is a 1-tuple)."""
+    values = value if isinstance(value, (tuple, list)) else (value,)
+    if not values:
+        raise ValueError(f"`validate` must return a float or a tuple of "
+                         f"floats, received: {value!r}")
+    return tuple(float(v) for v in values)
+
+
+def train_run(model, *, epoch, validate, rule, test=None, selection="best",
+              higher_is_better=True, select_from=0, directory=None,
+              seconds=None, seed=0, verbose=1):
+    """Train `model` epoch by epoch until `rule` finishes the run (or this
+    piece's `seconds` are spent); see the module's docstring.
+
+    Args:
+        model: a built, compiled `keras.Model`.
+        epoch: `epoch(model, index, rng)` trains epoch `index` (0-based),
+            drawing its data order from `rng` (a `numpy.random.Generator`
+            the loop saves and restores), and returns a dict of counts to
+            add up over the run (e.g. `{"steps": 40, "seen": 1000}`).
+        validate: `validate(model)` returns the validation score (a float)
+            or a tuple whose first entry is the score and whose others
+            break ties (all compared in the same direction).
+        rule: a `StoppingRule`.
+        test: `test(model)` returns the test split's results (a
+            JSON-serializable dict), called once, when the run finishes,
+            on the selected weights; or None.
+        selection: `"best"` (the best validation epoch's weights) or
+            `"last"`.
+        higher_is_better: the direction of the validation score.
+        select_from: epochs before this (0-based) are not selected nor
+            counted for patience (a warm-up phase that trains a different
+            model, such as the memory network's linear start).
+        directory: where the run is saved every epoch and resumed from, or
+            None (no checkpoint, no resume).
+        seconds: this piece's time budget (checked after each epoch), or
+            None for no limit.
+        seed: the data order's seed.
+        verbose: 1 prints a line an epoch, 0 nothing.
+
+    Returns:
+        The run's state, a dict: `epoch` (epochs trained), `curve` (the
+        validation scores), `best` (the selected epoch, 1-based, and its
+        score), `finished`, `stopped_by` (the rule's reason, or None),
+        `seconds` (training time over every piece), `pieces`, `test` (the
+        test results, None until the run is finished) and the summed
+        counts `epoch` returned. `model` holds the selected weights when
+        the run is finished, else its last.
+
+    Example:
+
+    >>> import keras, numpy as np
+    >>> x = np.linspace(-1, 1, 64, dtype="float32")[:, None]
+    >>> model = keras.Sequential([keras.Input((1,)), keras.layers.Dense(1)])
+    >>> model.compile(optimizer=keras.optimizers.SGD(0.5), loss="mse")
+    >>> def epoch(model, index, rng):
+    ...     order = rng.permutation(len(x))
+    ...     model.fit(x[order], 3 * x[order], batch_size=16, verbose=0)
+    ...     return {"steps": 4}
+    >>> state = train_run(
+    ...     model, epoch=epoch, rule=StoppingRule(epochs=20, patience=2),
+    ...     validate=lambda m: -m.evaluate(x, 3 * x, verbose=0),
+    ...     test=lambda m: {"mse": m.evaluate(x, 3 * x, verbose=0)},
+    ...     verbose=0)
+    >>> state["finished"], state["test"]["mse"] < 1e-3
+    (True, True)
+    """
+    if not isinstance(rule, StoppingRule):
+        raise ValueError(f"`rule` must be a StoppingRule, received: "
+                         f"rule={rule!r}")
+    _validation.choice("selection", selection, SELECTIONS)
+    _validation.non_negative_int("select_from", select_from)
+    if seconds is not None:
+        _validation.positive_float("seconds", seconds)
+    checkpoint = None if directory is None else _Checkpoint(directory)
+    rng = np.random.default_rng(seed)
+    state = {"epoch": 0, "curve": [], "scores": [], "best": None,
+             "finished": False, "stopped_by": None, "seconds": 0.0,
+             "pieces": [], "test": None, "counts": {}}
+    best_weights = None
+    if checkpoint is not None and checkpoint.exists():
+        state = checkpoint.state()
+        if state["finished"]:
+            best_weights = checkpoint.restore(model)
+            if best_weights is not None:
+                model.set_weights(best_weights)
+            if verbose:
+                print(f"finished earlier ({state['stopped_by']}); "
+                      f"{checkpoint.directory}", flush=True)
+            return state
+        best_weights = checkpoint.restore(model)
+        rng.bit_generator.state = state.pop("rng")
+        if verbose:
+            print(f"resumed from {checkpoint.directory} at epoch "
+                  f"{state['epoch']} ({state['seconds'] / 60:.1f} min "
+                  f"trained)", flush=True)
+    piece = {"started": datetime.datetime.now(datetime.timezone.utc)
+             .isoformat(timespec="seconds"), "machine": machine_name(),
+             "code": code_version(), "first_epoch": state["epoch"] + 1}
+    state["pieces"].append(piece)
+    started = time.perf_counter()
+    sign = 1.0 if higher_is_better else -1.0
+
+    while not state["finished"]:
+        index = state["epoch"]
+        epoch_started = time.perf_counter()
+        counts = epoch(model, index, rng) or {}
+        for name, count in counts.items():
+            state["counts"][name] = state["counts"].get(name, 0) + count
+        score = _score(validate(model))
+        state["epoch"] = index + 1
+        state["curve"].append(score[0])
+        state["scores"].append(list(score))
+        state["seconds"] += time.perf_counter() - epoch_started
+        improved = False
+        if index >= select_from:
+            best = state["best"]
+            if (selection == "last" or best is None
+                    or tuple(sign * s for s in score)
+                    > tuple(sign * s for s in best["score"])):
+                state["best"] = {"epoch": index + 1, "score": list(score)}
+                improved = selection == "best"
+                best_weights = model.get_weights() if improved else None
+        state["stopped_by"] = rule.stopped_by(
+            state["curve"], higher_is_better, select_from)
+        state["finished"] = state["stopped_by"] is not None
+        if verbose:
+            best = state["best"]
+            print(f"epoch {index + 1}: validation {score[0]:.4f}"
+                  + (f" (best {best['score'][0]:.4f}, epoch "
+                     f"{best['epoch']})" if best else ""), flush=True)
+        piece["last_epoch"] = state["epoch"]
+        piece["minutes"] = round((time.perf_counter() - started) / 60, 2)
+        for name, count in counts.items():
+            piece.setdefault("counts", {})
+            piece["counts"][name] = piece["counts"].get(name, 0) + count
+        if state["finished"]:
+            if best_weights is not None:
+                model.set_weights(best_weights)
+            if test is not None:
+                state["test"] = test(model)
+        if checkpoint is not None:
+            checkpoint.save(model, {**state, "rng": rng.bit_generator.state},
+                            best_weights if improved else None)
+        if seconds is not None and time.perf_counter() - started > seconds:
+            break
+    return state
+

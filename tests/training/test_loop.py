@@ -1,0 +1,169 @@
+"""`training.loop`: the stopping rule alone finishes a run, the weights are
+chosen on validation, the test split is scored once at the end, and a run
+resumed piece by piece is the uninterrupted run (weights, data order,
+schedule)."""
+
+import keras
+import numpy as np
+import pytest
+
+from keras_attention.training.loop import StoppingRule
+from keras_attention.training.loop import best_epoch
+from keras_attention.training.loop import train_run
+
+X = np.linspace(-1, 1, 48, dtype="float32")[:, None]
+Y = np.sin(3 * X)
+
+
+def model(seed=0):
+    keras.utils.set_random_seed(seed)
+    net = keras.Sequential([keras.Input((1,)), keras.layers.Dense(8, "tanh"),
+                            keras.layers.Dense(1)])
+    # A schedule on the optimizer's step: a resumed run must go on with it.
+    net.compile(optimizer=keras.optimizers.Adam(
+        keras.optimizers.schedules.ExponentialDecay(0.05, 5, 0.5)),
+        loss="mse")
+    return net
+
+
+class Recorder:
+    """The epochs' data orders, validation scores and test calls."""
+
+    def __init__(self, scores=None):
+        self.orders, self.tests, self.weights = [], 0, []
+        self.scores = scores
+
+    def epoch(self, net, index, rng):
+        order = rng.permutation(len(X))
+        self.orders.append(order)
+        net.fit(X[order], Y[order], batch_size=12, verbose=0, shuffle=False)
+        self.weights.append(net.get_weights())
+        return {"steps": 4, "seen": len(X)}
+
+    def validate(self, net):
+        if self.scores is not None:
+            return self.scores[len(self.weights) - 1]
+        return -float(net.evaluate(X, Y, verbose=0))
+
+    def test(self, net):
+        self.tests += 1
+        return {"mse": float(net.evaluate(X, Y, verbose=0))}
+
+
+def test_the_rule_budget_patience_and_warm_up():
+    assert StoppingRule(4).stopped_by([1, 2, 3]) is None
+    assert StoppingRule(4).stopped_by([1, 2, 3, 4]) == "budget: 4 epochs"
+    rule = StoppingRule(10, patience=2, min_delta=0.05)
+    # 0.52 is not better than 0.5 by more than min_delta: epoch 2 is best
+    assert rule.stopped_by([0.1, 0.5, 0.52, 0.53]) == (
+        "patience: 2 epochs without a better validation score than epoch 2")
+    assert rule.stopped_by([0.1, 0.5, 0.6, 0.53]) is None
+    assert rule.stopped_by([3.0, 2.0, 2.5, 2.4], higher_is_better=False) \
+        .endswith("than epoch 2")
+    # Epochs before `first` (a warm-up) neither count as best nor wait.
+    assert rule.stopped_by([0.9, 0.1, 0.2], first=1) is None
+    assert best_epoch([0.9, 0.1, 0.2, 0.15], first=1) == 2
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(epochs=0), "epochs"), (dict(epochs=3, patience=0), "patience"),
+    (dict(epochs=3, min_delta=-1.0), "min_delta")])
+def test_a_bad_rule_names_its_argument(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        StoppingRule(**kwargs)
+
+
+def test_bad_arguments_name_themselves():
+    with pytest.raises(ValueError, match="rule"):
+        train_run(model(), epoch=None, validate=None, rule={"epochs": 3})
+    with pytest.raises(ValueError, match="selection"):
+        train_run(model(), epoch=None, validate=None, rule=StoppingRule(3),
+                  selection="first")
+
+
+def test_the_best_validation_epoch_is_selected_and_tested_once():
+    recorder = Recorder(scores=[0.1, 0.9, 0.3, 0.5])
+    net = model()
+    state = train_run(net, epoch=recorder.epoch, validate=recorder.validate,
+                      test=recorder.test, rule=StoppingRule(4), verbose=0)
+    assert state["finished"] and state["stopped_by"] == "budget: 4 epochs"
+    assert state["best"] == {"epoch": 2, "score": [0.9]}
+    assert state["curve"] == [0.1, 0.9, 0.3, 0.5]
+    for got, expected in zip(net.get_weights(), recorder.weights[1]):
+        np.testing.assert_array_equal(got, expected)
+    assert recorder.tests == 1 and state["test"]["mse"] > 0
+    assert state["counts"] == {"steps": 16, "seen": 4 * len(X)}
+
+
+def test_ties_are_broken_by_the_further_scores_and_last_selects_last():
+    scores = [(0.5, -2.0), (0.5, -1.0), (0.5, -3.0)]
+    recorder = Recorder(scores)
+    state = train_run(model(), epoch=recorder.epoch,
+                      validate=recorder.validate, rule=StoppingRule(3),
+                      verbose=0)
+    assert state["best"]["epoch"] == 2
+    recorder = Recorder([0.1, 0.9, 0.3])
+    net = model()
+    state = train_run(net, epoch=recorder.epoch, validate=recorder.validate,
+                      rule=StoppingRule(3), selection="last", verbose=0)
+    assert state["best"]["epoch"] == 3
+    np.testing.assert_array_equal(net.get_weights()[0],
+                                  recorder.weights[2][0])
+
+
+def test_patience_finishes_the_run_early():
+    recorder = Recorder(scores=[0.1, 0.4, 0.3, 0.35, 0.2, 0.9])
+    state = train_run(model(), epoch=recorder.epoch,
+                      validate=recorder.validate, test=recorder.test,
+                      rule=StoppingRule(6, patience=2), verbose=0)
+    assert state["epoch"] == 4 and state["stopped_by"].startswith("patience")
+    assert recorder.tests == 1
+
+
+def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
+    """Each call trains one epoch (its time budget spent at once) and
+    resumes from the checkpoint, in a fresh model: the data orders, the
+    curve, the selection and the final weights are the uninterrupted
+    run's; the test split is scored once, after the last piece."""
+    rule = StoppingRule(5)
+    whole = Recorder()
+    whole_net = model()
+    expected = train_run(whole_net, epoch=whole.epoch,
+                         validate=whole.validate, test=whole.test, rule=rule,
+                         seed=7, verbose=0)
+
+    pieces = Recorder()
+    states = []
+    for _ in range(5):
+        net = model()
+        states.append(train_run(
+            net, epoch=pieces.epoch, validate=pieces.validate,
+            test=pieces.test, rule=rule, directory=tmp_path / "run",
+            seconds=1e-9, seed=7, verbose=0))
+    assert [s["finished"] for s in states] == [False] * 4 + [True]
+    # An unfinished run has no test result: nothing to print or write.
+    assert all(s["test"] is None for s in states[:4])
+    assert pieces.tests == 1
+    np.testing.assert_array_equal(np.array(pieces.orders),
+                                  np.array(whole.orders))
+    final = states[-1]
+    assert final["curve"] == pytest.approx(expected["curve"], abs=1e-6)
+    assert final["best"]["epoch"] == expected["best"]["epoch"]
+    for got, want in zip(net.get_weights(), whole_net.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    assert final["test"]["mse"] == pytest.approx(expected["test"]["mse"],
+                                                 abs=1e-6)
+    assert [(p["first_epoch"], p["last_epoch"]) for p in final["pieces"]] \
+        == [(i, i) for i in range(1, 6)]
+    assert all(p["counts"] == {"steps": 4, "seen": len(X)} and p["machine"]
+               and p["code"] and p["minutes"] >= 0 for p in final["pieces"])
+
+    # A finished run is neither trained nor tested again.
+    again = model()
+    state = train_run(again, epoch=pieces.epoch, validate=pieces.validate,
+                      test=pieces.test, rule=rule, directory=tmp_path / "run",
+                      verbose=0)
+    assert pieces.tests == 1 and len(pieces.orders) == 5
+    assert state["test"] == final["test"]
+    for got, want in zip(again.get_weights(), whole_net.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-6)
