@@ -270,48 +270,40 @@ def predict(model, inputs, batch_size, ponder=False):
 
 
 def train(args, model, data, seconds_left, seed=0, checkpoint=None,
-          on_epoch=None):
-    """Fit epoch by epoch, keeping the weights of the best validation
-    accuracy (ties: lower loss), or with `--epoch-selection last` the
-    last epoch's (the memory network paper's reference code tests the
-    model it ends with); stops at `--epochs` or when this invocation's
-    `seconds_left` are spent. `seed` draws the data order (the paper
-    protocol's batches with replacement, else a permutation an epoch).
+          on_epoch=None, test=None):
+    """Fit epoch by epoch with the package's loop (`training.train_run`)
+    until `--epochs` (the stopping rule) or this invocation's
+    `seconds_left`; the weights of the best validation accuracy (ties:
+    lower loss), or with `--epoch-selection last` the last epoch's (the
+    memory network paper's reference code tests the model it ends with).
+    `seed` draws the data order (the paper protocol's batches with
+    replacement, else a permutation an epoch). The memory network's linear
+    start is a different model: its epochs are not selected.
 
-    With a `harness.Checkpoint`, every epoch is saved to it, and a run whose
+    With a `checkpoint` folder every epoch is saved there, and a run whose
     checkpoint exists continues from it (`--resume`): the same data order
     and schedule as one uninterrupted run. `on_epoch(state)` is called
-    after every evaluation (the results file is rewritten there).
+    after every epoch; `test(model)`, once, when the run finishes.
 
-    Returns the state: `epoch`, `seen` (training examples), `seconds`
-    (training time over every piece), `curve` (validation accuracy per
-    epoch), `best` ([accuracy, -loss, epoch]), `steps`, `finished`."""
+    Returns the loop's state (`epoch`, `curve`, `best`, `finished`,
+    `test`, `seconds`, `pieces`, and the counts `seen` and `steps`)."""
+    from keras_attention.training import StoppingRule
+    from keras_attention.training import train_run
+
     (inputs, answers), (valid_inputs, valid_answers) = data
-    draws = np.random.default_rng(seed)
-    state = {"epoch": 0, "seen": 0, "seconds": 0.0, "curve": [],
-             "best": [-1.0, -1e30, 0], "steps": 0, "finished": False}
-    weights = None
-    if checkpoint is not None and checkpoint.exists():
-        state, weights = checkpoint.load(
-            model, {key: value[:2] for key, value in inputs.items()})
-        draws.bit_generator.state = state.pop("draws")
-        print(f"  resumed from {checkpoint.directory} at epoch "
-              f"{state['epoch']} ({state['seconds'] / 60:.1f} min trained)",
-              flush=True)
-    started = time.perf_counter()
     linear = args.model == "memory_network" and args.linear_epochs > 0
     paper = args.protocol == "paper"
-    if linear:  # a resumed run may already be past its linear start
-        model.linear_start = state["epoch"] < args.linear_epochs
-    while state["epoch"] < args.epochs:
-        epoch_started = time.perf_counter()
-        epoch = state["epoch"]
-        if linear and epoch == args.linear_epochs:
-            model.linear_start = False
-            state["best"], weights = [-1.0, -1e30, 0], None  # softmax
+    if checkpoint is not None:
+        _upgrade_checkpoint(checkpoint)
+        if (checkpoint / "state.json").is_file():  # restored into: built
+            model({key: value[:2] for key, value in inputs.items()})
+
+    def epoch(model, index, draws):
+        if linear:  # a resumed run may be past its linear start
+            model.linear_start = index < args.linear_epochs
         if paper:
             model.optimizer.learning_rate.assign(
-                paper_learning_rate(args, epoch + 1))
+                paper_learning_rate(args, index + 1))
             # The reference code draws each batch's questions with
             # replacement, floor(N / batch) batches an epoch.
             count = len(answers) // args.batch_size * args.batch_size
@@ -322,36 +314,45 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
         model.fit({key: value[picked] for key, value in inputs.items()},
                   answers[picked], batch_size=args.batch_size, epochs=1,
                   verbose=0, shuffle=False)
-        state["seen"] += count
-        state["steps"] += -(-count // args.batch_size)
-        state["epoch"] = epoch = epoch + 1
+        return {"seen": count, "steps": -(-count // args.batch_size)}
+
+    def validate(model):
         loss, accuracy = model.evaluate(valid_inputs, valid_answers,
                                         batch_size=256, verbose=0)
-        state["curve"].append(round(float(accuracy), 4))
-        state["seconds"] += time.perf_counter() - epoch_started
-        if args.verbose:
-            print(f"  epoch {epoch}: validation accuracy {accuracy:.3f} "
-                  f"loss {loss:.3f}", flush=True)
-        improved = False
-        if args.epoch_selection == "last":
-            state["best"], weights = [float(accuracy), -float(loss), epoch], None
-        elif (accuracy, -loss) > tuple(state["best"][:2]):
-            state["best"] = [float(accuracy), -float(loss), epoch]
-            weights, improved = model.get_weights(), True
-        state["finished"] = epoch >= args.epochs
-        if checkpoint is not None:
-            checkpoint.save(model, {**state,
-                                    "draws": draws.bit_generator.state},
-                            weights if improved else None)
-        if on_epoch is not None:
-            on_epoch(state)
-        if time.perf_counter() - started > seconds_left:
-            break
-    if weights is not None:
-        model.set_weights(weights)
+        return round(float(accuracy), 4), -float(loss)
+
+    state = train_run(
+        model, epoch=epoch, validate=validate, test=test,
+        rule=StoppingRule(args.epochs),
+        selection="last" if args.epoch_selection == "last" else "best",
+        select_from=args.linear_epochs if linear else 0,
+        directory=checkpoint, seconds=seconds_left, seed=seed,
+        on_epoch=on_epoch, verbose=args.verbose)
     if args.model == "memory_network":
         model.linear_start = False
+    state.update(state.pop("counts"))
     return state
+
+
+def _upgrade_checkpoint(directory):
+    """A checkpoint written before the package's loop (`state.json` with
+    `draws` and `best` as `[accuracy, -loss, epoch]`) in the loop's form;
+    the weights files are the same."""
+    path = directory / "state.json"
+    if not path.is_file():
+        return
+    old = json.loads(path.read_text())
+    if "draws" not in old:
+        return
+    accuracy, loss, best = old["best"]
+    state = {"epoch": old["epoch"], "curve": old["curve"],
+             "scores": [[value] for value in old["curve"]],
+             "best": {"epoch": best, "score": [accuracy, loss]},
+             "finished": old["finished"], "stopped_by": None,
+             "seconds": old["seconds"], "pieces": [], "test": None,
+             "counts": {"seen": old["seen"], "steps": old["steps"]},
+             "rng": old["draws"]}
+    path.write_text(json.dumps(state, indent=1))
 
 
 def vectorize(samples, vocabulary, args, sentence_size, slots=None):
@@ -414,61 +415,78 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
             for inputs, answers in data)
     model = build_model(args, len(vocabulary), sentence_size, seed, slots)
     act = args.model == "universal_transformer" and not args.no_act
+    tests = {task: vectorize(loaded[task].test, vocabulary, args,
+                             sentence_size, slots) for task in tasks}
+
+    def test(model):
+        """The test split's figures, once, on the selected weights; with
+        the training error of those weights, without the random noise
+        (the memory network paper keeps, of its 10 runs, the one with the
+        lowest training error)."""
+        train_inputs, train_answers = data[0]
+        if train_answers.ndim == 2:  # one-hot
+            train_answers = np.argmax(train_answers, -1)
+        predicted = predict(model, train_inputs, 256, ponder=act)
+        figures = {"train_error": 100.0 * (1.0 - float(np.mean(
+            (predicted[0] if act else predicted) == train_answers)))}
+        for task, (inputs, answers) in tests.items():
+            result = predict(model, inputs, 256, ponder=act)
+            accuracy = float(np.mean((result[0] if act else result)
+                                     == answers))
+            figures[str(task)] = {"test_accuracy": accuracy,
+                                  "test_error": 100.0 * (1.0 - accuracy)}
+            if act:
+                figures[str(task)].update(ponder_by_role(
+                    loaded[task].test, result[1], args.memory_size))
+        return figures
+
     state = train(args, model, data, args.minutes * 60.0, seed=seed,
-                  checkpoint=checkpoint, on_epoch=on_epoch)
-    best_epoch, valid_accuracy = state["best"][2], state["best"][0]
+                  checkpoint=checkpoint, on_epoch=on_epoch, test=test)
+    best_epoch, valid_accuracy = state["best"]["epoch"], \
+        state["best"]["score"][0]
     epochs, seen, curve = state["epoch"], state["seen"], state["curve"]
     seconds = state["seconds"]
-    # The training error of the weights kept, without the random noise:
-    # the memory network paper keeps, of its 10 runs, the one with the
-    # lowest training error.
-    train_inputs, train_answers = data[0]
-    if train_answers.ndim == 2:  # one-hot
-        train_answers = np.argmax(train_answers, -1)
-    train_accuracy = float(np.mean(
-        predict(model, train_inputs, 256, ponder=act)[0] == train_answers
-        if act else predict(model, train_inputs, 256) == train_answers))
+    figures = state["test"]  # None until the run is finished
     rows = []
     for task in tasks:
-        test = loaded[task].test
-        inputs, answers = vectorize(test, vocabulary, args, sentence_size,
-                                    slots)
-        result = predict(model, inputs, 256, ponder=act)
-        predicted = result[0] if act else result
-        accuracy = float(np.mean(predicted == answers))
+        test_split = loaded[task].test
         row = {
             "model": args.model, "task": task, "size": args.size,
             "setting": "joint" if args.joint else "single", "seed": seed,
-            "test_accuracy": accuracy,
-            "test_error": 100.0 * (1.0 - accuracy),
+            "test_accuracy": None, "test_error": None,
             "paper_error": paper_task_error(
                 args.model, task, args.size,
                 "joint" if args.joint else "single"),
             "best_epoch": best_epoch, "epochs": epochs,
-            "valid_accuracy": float(valid_accuracy),
-            "train_error": 100.0 * (1.0 - train_accuracy),
+            "valid_accuracy": float(valid_accuracy), "train_error": None,
             "steps": state["steps"], "minutes": seconds / 60.0,
             "finished": state["finished"],
+            "stopped_by": state["stopped_by"],
             "valid_curve": curve,
             "train_questions": len(train_samples),
             "seconds": seconds,
             "examples_per_s": seen / max(seconds, 1e-9),
-            "majority_rule": majority_rule(loaded[task].train, test),
-            "last_named_rule": last_named_rule(loaded[task].train, test,
-                                               args.memory_size),
+            "majority_rule": majority_rule(loaded[task].train, test_split),
+            "last_named_rule": last_named_rule(
+                loaded[task].train, test_split, args.memory_size),
+            "pieces": state["pieces"],
         }
-        if act:
-            row.update(ponder_by_role(test, result[1], args.memory_size))
+        if figures is not None:
+            row.update(figures[str(task)],
+                       train_error=figures["train_error"])
         rows.append(row)
+        tested = ("unfinished: no test figure" if figures is None else
+                  f"test error {row['test_error']:5.1f}%")
         print(f"{args.model} task {task:2d} {args.size} {row['setting']} "
-              f"seed {seed}: test error {row['test_error']:5.1f}% (epoch "
+              f"seed {seed}: {tested} (epoch "
               f"{best_epoch}/{epochs}, validation {valid_accuracy:.1%}; "
               f"rules: majority {row['majority_rule']:.1%}, last named "
               f"{row['last_named_rule']:.1%}"
               + ("; ponder q/supporting/other " + " / ".join(
-                  "—" if row[name] is None else f"{row[name]:.2f}"
+                  "—" if row.get(name) is None else f"{row[name]:.2f}"
                   for name in ("ponder_question", "ponder_supporting",
-                               "ponder_other")) if act else "")
+                               "ponder_other"))
+                 if act and figures is not None else "")
               + f"; {seconds:.0f} s, {row['examples_per_s']:.0f} ex/s; "
               f"{(time.perf_counter() - started) / 60:.1f} min in all)",
               flush=True)
@@ -534,8 +552,10 @@ def summary(rows):
 
 
 def claims(rows, command):
-    """The Reproductions page's rows (benchmarks/reproductions.py)."""
+    """The Reproductions page's rows (benchmarks/reproductions.py), from
+    the finished runs (an unfinished one has no test figure)."""
     out = []
+    rows = [r for r in rows if r.get("test_error") is not None]
     for group in summary(rows):
         model, size, setting = group["model"], group["size"], group["setting"]
         tasks, count = group["tasks"], len(group["tasks"])
@@ -908,8 +928,8 @@ def checkpoint_for(args, name, seed, tasks):
     """The run's checkpoint folder: `--checkpoint-dir` (default
     runs/babi/), then the results name, the tasks and the seed."""
     label = "joint" if args.joint else "task" + "-".join(map(str, tasks))
-    return harness.Checkpoint(pathlib.Path(args.checkpoint_dir) / name /
-                      f"{args.size}-{label}-seed{seed}")
+    return (pathlib.Path(args.checkpoint_dir) / name /
+            f"{args.size}-{label}-seed{seed}")
 
 
 def results_path(args, name):
@@ -1043,17 +1063,17 @@ def main(argv=None):
             if not args.resume and checkpoint.exists():
                 import shutil
 
-                shutil.rmtree(checkpoint.directory)  # a new run
+                shutil.rmtree(checkpoint)  # a new run
 
         def on_epoch(state, seed=seed, tasks=tasks, rows=rows,
                      checkpoint=checkpoint):
             write(args, name, rows, command, complete=False,
                   commands=commands, in_progress=[{
                       "seed": seed, "tasks": tasks,
-                      **{key: state[key] for key in (
-                          "epoch", "steps", "seen", "curve", "best")},
+                      "epoch": state["epoch"], **state["counts"],
+                      "curve": state["curve"], "best": state["best"],
                       "minutes": state["seconds"] / 60.0,
-                      "checkpoint": str(checkpoint.directory)}])
+                      "checkpoint": str(checkpoint)}])
 
         if checkpoint is None:
             on_epoch = None  # short runs: no file per epoch

@@ -233,7 +233,10 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
                              "--minutes", "0.0001", timeout=600)
     (row,) = first["rows"]
     assert row["epochs"] == 1 and row["finished"] is False
-    assert first["complete"] is False
+    # The test split is scored once, when the run finishes: an unfinished
+    # run prints and writes no test figure.
+    assert row["test_error"] is None and row["test_accuracy"] is None
+    assert first["complete"] is False and first["claims"] == []
     _, resumed = run_benchmark("babi.py", tmp_path / "piece", *piece,
                                "--resume", timeout=600)
     (row,) = resumed["rows"]
@@ -242,6 +245,9 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
         reference["steps"]
     assert row["valid_curve"] == reference["valid_curve"]
     assert row["test_accuracy"] == reference["test_accuracy"]
+    assert row["stopped_by"] == "budget: 3 epochs"
+    assert [(p["first_epoch"], p["last_epoch"]) for p in row["pieces"]] \
+        == [(1, 1), (2, 3)]
     assert resumed["complete"] is True
     assert len(resumed["commands"]) == 2
 
@@ -377,3 +383,32 @@ def test_rewrite_and_merge(tmp_path):
     differ = merge(tmp_path / "c.json")
     assert differ.returncode == 2 and "--hops 2 there, 3 here" in \
         differ.stderr
+
+
+def test_a_checkpoint_from_before_the_loop_is_upgraded(tmp_path):
+    """The UT runs in progress (benchmarks/checkpoints/) were saved by the
+    script's own loop: their state is rewritten in the package loop's
+    form, the data order's generator and the selection kept."""
+    import json
+
+    import numpy as np
+
+    module = _module()
+    draws = np.random.default_rng(5)
+    draws.permutation(10)
+    old = {"epoch": 3, "seen": 300, "seconds": 12.5,
+           "curve": [0.5, 0.75, 0.7], "best": [0.75, -0.4, 2], "steps": 9,
+           "finished": False, "draws": draws.bit_generator.state}
+    (tmp_path / "state.json").write_text(json.dumps(old))
+    module._upgrade_checkpoint(tmp_path)
+    state = json.loads((tmp_path / "state.json").read_text())
+    assert state["best"] == {"epoch": 2, "score": [0.75, -0.4]}
+    assert state["counts"] == {"seen": 300, "steps": 9}
+    assert (state["epoch"], state["curve"], state["test"]) == (
+        3, [0.5, 0.75, 0.7], None)
+    again = np.random.default_rng(0)
+    again.bit_generator.state = state["rng"]
+    np.testing.assert_array_equal(again.permutation(10),
+                                  draws.permutation(10))
+    module._upgrade_checkpoint(tmp_path)  # once only
+    assert json.loads((tmp_path / "state.json").read_text()) == state

@@ -178,7 +178,7 @@ def _score(value):
 
 def train_run(model, *, epoch, validate, rule, test=None, selection="best",
               higher_is_better=True, select_from=0, directory=None,
-              seconds=None, seed=0, verbose=1):
+              seconds=None, seed=0, on_epoch=None, verbose=1):
     """Train `model` epoch by epoch until `rule` finishes the run (or this
     piece's `seconds` are spent); see the module's docstring.
 
@@ -206,6 +206,8 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         seconds: this piece's time budget (checked after each epoch), or
             None for no limit.
         seed: the data order's seed.
+        on_epoch: `on_epoch(state)` after every epoch (its state saved),
+            e.g. to write a results file of the run in progress; or None.
         verbose: 1 prints a line an epoch, 0 nothing.
 
     Returns:
@@ -312,6 +314,8 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         if checkpoint is not None:
             checkpoint.save(model, {**state, "rng": rng.bit_generator.state},
                             best_weights if improved else None)
+        if on_epoch is not None:
+            on_epoch(state)
         if seconds is not None and time.perf_counter() - started > seconds:
             break
     return state
