@@ -293,8 +293,29 @@ def strict(value):
 def dumps(record):
     """`record` as the text of a results file: strict JSON (no NaN or
     Infinity, which `json.dumps` writes and strict parsers reject: they
-    become null), indented, ending in a newline."""
-    return json.dumps(strict(record), indent=2, allow_nan=False) + "\n"
+    become null), one top-level key a line, a dict's keys (the summary,
+    the settings) a line each below it, and a list of records (the rows,
+    the claims) one record a line, curves and all; ending in a newline."""
+
+    def text(value):
+        return json.dumps(value, allow_nan=False, ensure_ascii=False)
+
+    def block(value, indent):
+        pad = " " * indent
+        if isinstance(value, list) and value and all(
+                isinstance(item, dict) for item in value):
+            items = [pad + "  " + text(item) for item in value]
+            return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+        if isinstance(value, dict) and value and indent == 2:
+            items = [f"{pad}  {text(key)}: {text(item)}"
+                     for key, item in value.items()]
+            return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+        return text(value)
+
+    record = strict(record)
+    items = [f"  {text(key)}: {block(value, 2)}"
+             for key, value in record.items()]
+    return "{\n" + ",\n".join(items) + "\n}\n"
 
 
 def add_run_options(p, logs):

@@ -32,6 +32,29 @@ def test_a_results_file_is_strict_json(path):
     strict_loads(path.read_text())
 
 
+@pytest.mark.parametrize("path", RESULTS, ids=[path.name for path in RESULTS])
+def test_a_results_file_has_one_row_a_line(path, monkeypatch):
+    """Written by `harness.dumps`: one row (curves and all) a line, so a
+    file stays short and a diff shows the rows that changed."""
+    harness = load_script("harness", monkeypatch)
+    text = path.read_text()
+    assert text == harness.dumps(json.loads(text))
+
+
+def test_dumps_puts_a_row_on_a_line(monkeypatch):
+    harness = load_script("harness", monkeypatch)
+    record = {"benchmark": "b", "settings": {"a": 1, "b": [1, 2]},
+              "rows": [{"x": 1, "curve": [0.5, 0.25]}, {"x": 2}],
+              "empty": [], "note": "é"}
+    text = harness.dumps(record)
+    assert json.loads(text) == record
+    assert text.splitlines() == [
+        "{", '  "benchmark": "b",', '  "settings": {', '    "a": 1,',
+        '    "b": [1, 2]', "  },", '  "rows": [',
+        '    {"x": 1, "curve": [0.5, 0.25]},', '    {"x": 2}', "  ],",
+        '  "empty": [],', '  "note": "é"', "}"]
+
+
 def test_the_strict_parser_rejects_nan():
     with pytest.raises(ValueError, match="NaN"):
         strict_loads('{"a": NaN}')
