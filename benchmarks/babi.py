@@ -524,7 +524,8 @@ def summary(rows):
             "best_of_seeds_failed": [t for t in tasks if
                                      chosen[t]["test_error"] > FAILED_ERROR],
             "mean_error": float(np.mean(list(per_task.values()))),
-            "seed_spread": float(np.std(per_seed)) if len(per_seed) > 1
+            "seed_spread": float(np.std(per_seed, ddof=1))
+            if len(per_seed) > 1
             else 0.0,
             "failed": [t for t, e in per_task.items() if e > FAILED_ERROR],
             "per_task": per_task,
@@ -633,7 +634,7 @@ def claims(rows, command):
                 "theirs": f"{ten[0]:.2f} ± {ten[1]:.2f}% (mean of 10 "
                           f"seeds); {theirs_mean:.2f}% (best of 10)",
                 "ours": f"{ours:.2f}%" + (
-                    f" ± {np.std(per_seed):.2f}" if len(per_seed) > 1
+                    f" ± {np.std(per_seed, ddof=1):.2f}" if len(per_seed) > 1
                     else "") + f" (mean of {len(per_seed)})",
                 "theirs_value": ten[0], "ours_value": ours,
                 "reproduced": "yes" if ours <= ten[0] + 2.0 else "no",
@@ -657,7 +658,7 @@ def claims(rows, command):
                 theirs_text = (f"{ten[0]:.1f} ± {ten[1]:.1f}% (mean of 10 "
                                f"seeds); {theirs:.1f}% (best of 10)")
                 ours_text = f"{ours:.1f}%" + (
-                    f" ± {np.std(mine):.1f}" if len(mine) > 1 else "") + (
+                    f" ± {np.std(mine, ddof=1):.1f}" if len(mine) > 1 else "") + (
                     f" (mean of {len(mine)})")
             else:
                 ours = group["best_of_seeds_per_task" if best_of

@@ -10,6 +10,7 @@ Run: `python benchmarks/summary.py` (`make bench` runs it last).
 
 import json
 import pathlib
+import statistics
 import sys
 
 HERE = pathlib.Path(__file__).parent
@@ -968,10 +969,10 @@ def _mean_or_dash(values):
 
 
 def _spread(values):
+    """The sample standard deviation, the one spread of every page."""
     if len(values) < 2:
         return "—"
-    mean = sum(values) / len(values)
-    return f"±{(sum((v - mean) ** 2 for v in values) / len(values)) ** 0.5:.1f}"
+    return f"±{statistics.stdev(values):.1f}"
 
 
 def _generic(record):
