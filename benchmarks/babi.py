@@ -175,8 +175,10 @@ def build_model(args, vocabulary_size, sentence_size, seed, slots=None):
         clip = "clipnorm"
     paper = args.protocol == "paper"
     if paper and args.clip == "spectral":
-        optimizer = spectral_clip_sgd()(args.learning_rate,
-                                        clipnorm=args.clipnorm)
+        from keras_attention.training import SpectralClipSGD
+
+        optimizer = SpectralClipSGD(args.learning_rate,
+                                    clipnorm=args.clipnorm)
     elif paper:
         optimizer = keras.optimizers.SGD(args.learning_rate,
                                          **{clip: args.clipnorm})
@@ -208,45 +210,16 @@ def build_model(args, vocabulary_size, sentence_size, seed, slots=None):
     return model
 
 
-def spectral_clip_sgd():
-    """`keras.optimizers.SGD` whose `clipnorm` rescales each 2-D gradient
-    to a largest singular value of `clipnorm` at most, as the memory
-    network's reference code clips (`Weight.m`: `norm(grad)`, which is
-    MATLAB's 2-norm of a matrix, its largest singular value; Keras's
-    `clipnorm` takes the Frobenius norm, larger by up to the square root
-    of the rank, so it clips more often and harder). Other gradients keep
-    Keras's clip."""
-    import keras
-    from keras import ops
-
-    class SpectralClipSGD(keras.optimizers.SGD):
-        def _clip_by_norm(self, values, axes=None):
-            if len(values.shape) != 2:
-                return super()._clip_by_norm(values, axes)
-            if type(values).__name__ == "IndexedSlices":
-                # TensorFlow's gradient of an embedding: made dense.
-                import tensorflow as tf
-
-                values = tf.convert_to_tensor(values)
-            norm = ops.max(ops.svd(values, compute_uv=False))
-            scale = ops.minimum(1.0, self.clipnorm / ops.maximum(
-                norm, 1e-12))
-            return values * ops.cast(scale, values.dtype)
-
-    return SpectralClipSGD
-
-
 def paper_learning_rate(args, epoch):
     """The learning rate of `epoch` (1-based) under the memory network
-    paper's protocol, as its reference code (`config_babi.m`, `train.m`,
-    `train_linear_start.m`) runs it: `--linear-epochs` at the initial rate
-    (the linear start's decay step, 21, is never reached in 20 epochs),
-    then the softmax phase from the same rate, halved at the start of each
-    of its epochs 25, 50, 75 and 100 (`mod(ep, 25) == 0`)."""
-    phase_epoch = epoch - args.linear_epochs
-    if phase_epoch <= 0:
-        return args.learning_rate
-    return args.learning_rate * 0.5 ** (phase_epoch // args.decay_every)
+    paper's protocol: `--linear-epochs` at the initial rate (the linear
+    start's decay step, 21, is never reached in 20 epochs), then halved
+    every `--decay-every` (`training.halving_by_epoch`)."""
+    from keras_attention.training import halving_by_epoch
+
+    return halving_by_epoch(args.learning_rate, epoch,
+                            constant_epochs=args.linear_epochs,
+                            every=args.decay_every)
 
 
 def predict(model, inputs, batch_size, ponder=False):

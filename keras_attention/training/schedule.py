@@ -1,4 +1,5 @@
-"""The learning-rate schedule of Vaswani et al. (2017), section 5.3."""
+"""Learning-rate schedules: Vaswani et al. (2017), section 5.3, by step;
+the memory network's halving by epoch (Sukhbaatar et al. 2015)."""
 
 import keras
 from keras import ops
@@ -44,3 +45,24 @@ class TransformerSchedule(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"hidden_dim": self.hidden_dim,
                 "warmup_steps": self.warmup_steps, "scale": self.scale}
+
+
+def halving_by_epoch(learning_rate, epoch, *, constant_epochs=0, every=25):
+    """The learning rate of `epoch` (1-based) when it is constant for the
+    first `constant_epochs` and then halved at the start of every `every`
+    epochs after them: the memory network's protocol as its reference code
+    (`config_babi.m`, `train.m`) runs it, the linear start's epochs
+    constant, then the softmax phase from the same rate halved at its
+    epochs 25, 50, 75 and 100 (`mod(ep, 25) == 0`).
+
+    >>> [halving_by_epoch(0.01, e, constant_epochs=20, every=25)
+    ...  for e in (1, 20, 44, 45, 70)]
+    [0.01, 0.01, 0.01, 0.005, 0.0025]
+    """
+    _validation.positive_int("epoch", epoch)
+    _validation.non_negative_int("constant_epochs", constant_epochs)
+    _validation.positive_int("every", every)
+    phase_epoch = epoch - constant_epochs
+    if phase_epoch <= 0:
+        return learning_rate
+    return learning_rate * 0.5 ** (phase_epoch // every)
