@@ -296,7 +296,7 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
 
     state = train_run(
         model, epoch=epoch, validate=validate, test=test,
-        rule=StoppingRule(args.epochs),
+        rule=StoppingRule(args.epochs, patience=args.patience),
         selection="last" if args.epoch_selection == "last" else "best",
         select_from=args.linear_epochs if linear else 0,
         directory=checkpoint, seconds=seconds_left, seed=seed,
@@ -713,6 +713,10 @@ def parser():
                    help="default: 60 (UT); memory network: 120 (the "
                         "paper's 20 linear start + 100; joint 30 + 60), "
                         "90 with --protocol adam")
+    p.add_argument("--patience", type=int, default=None,
+                   help="the stopping rule's patience: a run also finishes "
+                        "after this many epochs without a better validation "
+                        "accuracy (default: none, all --epochs)")
     p.add_argument("--minutes", type=float, default=30.0,
                    help="the most minutes of training per model in this "
                         "invocation (--resume continues it)")
@@ -850,7 +854,8 @@ def finish_arguments(p, args):
             setattr(args, name, value)
     for name in ("seeds", "epochs", "memory_size", "batch_size", "hidden",
                  "heads", "ff", "steps", "embedding_dim", "hops",
-                 "decay_every"):
+                 "decay_every") + (("patience",) if args.patience is not None
+                                   else ()):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, "
                     f"received: {getattr(args, name)!r}")
