@@ -526,7 +526,7 @@ def summary(rows):
 
 
 def claims(rows, command):
-    """The Reproductions page's rows (benchmarks/reproductions.py), from
+    """The Reproductions page's rows (reproductions/scoreboard.py), from
     the finished runs (an unfinished one has no test figure)."""
     out = []
     rows = [r for r in rows if r.get("test_error") is not None]

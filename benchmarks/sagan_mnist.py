@@ -479,7 +479,7 @@ def block_verdict(plain, attention, level=0.1):
 
 
 def claims(rows, command, sizes):
-    """The Reproductions page's row (benchmarks/reproductions.py): the
+    """The Reproductions page's row (reproductions/scoreboard.py): the
     block at a middle-to-high feature map against none. Reproduced when
     the runs with it rank lower at one-sided p < 0.1 (`block_verdict`), partly
     when only their median is lower."""

@@ -12,7 +12,7 @@ check, and the benchmark tables rendered from `benchmarks/results/*.json`.
   `mkdocs build --strict` turns into a failure (`missing_docstrings`).
 - `on_page_markdown` replaces `<!-- benchmark-results -->` with
   `benchmarks/summary.py`'s rendering of every results file,
-  `<!-- reproductions -->` with `benchmarks/reproductions.py`'s scoreboard
+  `<!-- reproductions -->` with `reproductions/scoreboard.py`'s scoreboard
   of the paper figures those files carry (a malformed claim fails the
   build), whose plot `on_files` adds as the generated `reproductions.png`,
   `<!-- cli-help -->` with every command's `--help`, and
@@ -300,14 +300,14 @@ def benchmark_markdown():
 
 def _reproductions_module():
     spec = importlib.util.spec_from_file_location(
-        "benchmarks_reproductions", ROOT / "benchmarks" / "reproductions.py")
+        "reproductions_scoreboard", ROOT / "reproductions" / "scoreboard.py")
     reproductions = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(reproductions)
     return reproductions
 
 
 def reproductions_markdown():
-    """`benchmarks/reproductions.py`'s scoreboard of every paper figure the
+    """`reproductions/scoreboard.py`'s scoreboard of every paper figure the
     results files carry, its plot at `REPRODUCTIONS_PLOT`; a malformed
     claim raises ValueError, which fails the build."""
     reproductions = _reproductions_module()

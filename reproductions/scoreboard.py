@@ -34,7 +34,7 @@ optional key or a paper that maps to no system raises ValueError naming
 the file and the key: a broken results file fails the documentation
 build instead of rendering wrong.
 
-Run: `python benchmarks/reproductions.py [--results-dir DIR] [--plot PNG]`
+Run: `python -m reproductions.scoreboard [--results-dir DIR] [--plot PNG]`
 prints the page's markdown (and writes the plot); `mkdocs build` puts it
 where docs/reproductions.md has `<!-- reproductions -->`, with the plot
 drawn at build time (docs/hooks/api.py).
@@ -50,7 +50,7 @@ import re
 import statistics
 
 HERE = pathlib.Path(__file__).parent
-RESULTS = HERE / "results"
+RESULTS = HERE.parent / "benchmarks" / "results"
 
 KEYS = ("paper", "table", "claim", "theirs", "ours", "reproduced", "seeds",
         "data", "command")
@@ -235,7 +235,7 @@ def system_of(claim, where="claim"):
     raise ValueError(
         f"{where}: 'paper' {claim['paper']!r} maps to no system: give the "
         "claim a 'system' or add the paper to SYSTEMS in "
-        "benchmarks/reproductions.py")
+        "reproductions/scoreboard.py")
 
 
 def value_of(claim, side):

@@ -1,11 +1,10 @@
-"""benchmarks/reproductions.py renders every paper figure the results files
+"""reproductions/scoreboard.py renders every paper figure the results files
 carry (their `claims`, or a deriver's for a benchmark that stores the
 paper's table) as a scoreboard: the verdicts counted by system, one row
 per claim grouped by system, a plot of ours against the paper's figures
 and each system's details; a malformed claim fails loudly, naming file
 and key."""
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -22,11 +21,9 @@ PNG = b"\x89PNG\r\n\x1a\n"
 
 
 def _load():
-    spec = importlib.util.spec_from_file_location(
-        "benchmarks_reproductions", BENCHMARKS / "reproductions.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from reproductions import scoreboard
+
+    return scoreboard
 
 
 reproductions = _load()
@@ -369,14 +366,15 @@ def test_the_committed_results_render():
 def test_the_command_line(tmp_path):
     _write(tmp_path, "babi.json", claims=[_claim()])
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "reproductions.py"),
-         "--results-dir", str(tmp_path)],
+        [sys.executable, "-m", "reproductions.scoreboard",
+         "--results-dir", str(tmp_path)], cwd=BENCHMARKS.parent,
         capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout == reproductions.render(tmp_path)
     plot = tmp_path / "plot.png"
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "reproductions.py"),
+        [sys.executable, "-m", "reproductions.scoreboard",
          "--results-dir", str(tmp_path), "--plot", str(plot)],
+        cwd=BENCHMARKS.parent,
         capture_output=True, text=True, timeout=60, check=True)
     assert plot.read_bytes().startswith(PNG)
     assert f"]({plot})" in result.stdout
