@@ -51,6 +51,11 @@ import statistics
 
 HERE = pathlib.Path(__file__).parent
 RESULTS = HERE.parent / "benchmarks" / "results"
+PAPERS = HERE / "papers"
+"""The papers' figures as data: `papers/NAME.json`, each with its paper,
+unit, direction, and per table what it reports, its rows and the
+tolerance a claim on it is judged with."""
+DIRECTIONS = ("lower", "higher")
 
 KEYS = ("paper", "table", "claim", "theirs", "ours", "reproduced", "seeds",
         "data", "command")
@@ -222,6 +227,39 @@ DERIVERS = {"music_transformer_jsb": music_transformer_jsb,
             # benchmarks/gpu/run.py: the paper's size on a lent GPU
             "music_transformer_jsb_gpu": music_transformer_jsb}
 """Benchmark name -> the function that derives claims from its record."""
+
+
+def paper_figures(name, directory=PAPERS):
+    """The figures of paper `name` (`papers/NAME.json`) as a dict; a
+    ValueError naming the file where its direction is not one of
+    `DIRECTIONS` or a table has no tolerance."""
+    path = pathlib.Path(directory) / f"{name}.json"
+    figures = json.loads(path.read_text())
+    if figures.get("direction") not in DIRECTIONS:
+        raise ValueError(f"{path}: 'direction' must be one of {DIRECTIONS}, "
+                         f"received: {figures.get('direction')!r}")
+    for table, content in figures.get("tables", {}).items():
+        if "tolerance" not in content:
+            raise ValueError(f"{path}: table {table!r} has no 'tolerance'")
+    return figures
+
+
+def verdict(ours, theirs, tolerance, direction="lower"):
+    """The one comparator of a figure: "yes" when `ours` is no worse than
+    the paper's `theirs` by more than `tolerance` in `direction` ("lower"
+    is better, as an error; or "higher", as an accuracy), else "no".
+
+    >>> verdict(14.5, 13.9, 1.0), verdict(15.0, 13.9, 1.0)
+    ('yes', 'no')
+    >>> verdict(0.93, 0.95, 0.01, direction="higher")
+    'no'
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"`direction` must be one of {DIRECTIONS}, "
+                         f"received: direction={direction!r}")
+    if direction == "lower":
+        return "yes" if ours <= theirs + tolerance else "no"
+    return "yes" if ours >= theirs - tolerance else "no"
 
 
 def system_of(claim, where="claim"):

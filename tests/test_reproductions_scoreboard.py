@@ -378,3 +378,23 @@ def test_the_command_line(tmp_path):
         capture_output=True, text=True, timeout=60, check=True)
     assert plot.read_bytes().startswith(PNG)
     assert f"]({plot})" in result.stdout
+
+
+@pytest.mark.parametrize("path", sorted(
+    (BENCHMARKS.parent / "reproductions" / "papers").glob("*.json")),
+    ids=lambda path: path.stem)
+def test_every_papers_figures_file_loads(path):
+    figures = reproductions.paper_figures(path.stem)
+    assert figures["paper"] in reproductions.SYSTEMS and figures["tables"]
+
+
+def test_the_one_comparator_and_a_bad_figures_file(tmp_path):
+    assert reproductions.verdict(8.9, 7.78, 2.0) == "yes"
+    assert reproductions.verdict(9.79, 7.78, 2.0) == "no"
+    assert reproductions.verdict(0.34, 0.357, 0.03, "higher") == "yes"
+    with pytest.raises(ValueError, match="direction"):
+        reproductions.verdict(1.0, 1.0, 0.0, "up")
+    (tmp_path / "p.json").write_text(json.dumps(
+        {"paper": "P", "direction": "lower", "tables": {"T": {"rows": {}}}}))
+    with pytest.raises(ValueError, match="table 'T' has no 'tolerance'"):
+        reproductions.paper_figures("p", tmp_path)
