@@ -423,6 +423,7 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
             "last_named_rule": last_named_rule(
                 loaded[task].train, test_split, args.memory_size),
             "pieces": state["pieces"],
+            "weights_sha256": state.get("weights_sha256"),
         }
         if figures is not None:
             row.update(figures[str(task)],

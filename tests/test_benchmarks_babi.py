@@ -236,6 +236,7 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
     # The test split is scored once, when the run finishes: an unfinished
     # run prints and writes no test figure.
     assert row["test_error"] is None and row["test_accuracy"] is None
+    assert row["weights_sha256"] is None
     assert first["complete"] is False and first["claims"] == []
     _, resumed = run_benchmark("babi.py", tmp_path / "piece", *piece,
                                "--resume", timeout=600)
@@ -246,6 +247,7 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
     assert row["valid_curve"] == reference["valid_curve"]
     assert row["test_accuracy"] == reference["test_accuracy"]
     assert row["stopped_by"] == "budget: 3 epochs"
+    assert len(row["weights_sha256"]) == 64  # the published weights' hash
     assert [(p["first_epoch"], p["last_epoch"]) for p in row["pieces"]] \
         == [(1, 1), (2, 3)]
     assert resumed["complete"] is True

@@ -26,6 +26,7 @@ and tested, and the learning rate of each epoch are the caller's:
 
 import dataclasses
 import datetime
+import hashlib
 import json
 import os
 import pathlib
@@ -152,6 +153,14 @@ class _Checkpoint:
     def state(self):
         return json.loads(self.state_path.read_text())
 
+    def weights_sha256(self):
+        """The SHA-256 of the saved model's weights (with its optimizer)."""
+        digest = hashlib.sha256()
+        with open(self.directory / "last.weights.h5", "rb") as file:
+            for chunk in iter(lambda: file.read(1 << 20), b""):
+                digest.update(chunk)
+        return digest.hexdigest()
+
     def restore(self, model):
         """Restore the built `model` and its optimizer; returns the best
         weights, or None."""
@@ -215,8 +224,10 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         validation scores), `best` (the selected epoch, 1-based, and its
         score), `finished`, `stopped_by` (the rule's reason, or None),
         `seconds` (training time over every piece), `pieces`, `test` (the
-        test results, None until the run is finished) and the summed
-        counts `epoch` returned. `model` holds the selected weights when
+        test results, None until the run is finished), with a `directory`
+        and once finished `weights_sha256` (the hash of the saved selected
+        weights, `last.weights.h5`), and the summed counts `epoch`
+        returned. `model` holds the selected weights when
         the run is finished, else its last.
 
     Example:
@@ -314,6 +325,12 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         if checkpoint is not None:
             checkpoint.save(model, {**state, "rng": rng.bit_generator.state},
                             best_weights if improved else None)
+            if state["finished"]:
+                # The published row names the selected weights by their
+                # hash, so the checkpoint itself need not be kept.
+                state["weights_sha256"] = checkpoint.weights_sha256()
+                checkpoint.save(model, {**state,
+                                        "rng": rng.bit_generator.state})
         if on_epoch is not None:
             on_epoch(state)
         if seconds is not None and time.perf_counter() - started > seconds:

@@ -158,6 +158,13 @@ def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
     assert all(p["counts"] == {"steps": 4, "seen": len(X)} and p["machine"]
                and p["code"] and p["minutes"] >= 0 for p in final["pieces"])
 
+    # The finished run names its selected weights by their hash.
+    import hashlib
+
+    saved = (tmp_path / "run" / "last.weights.h5").read_bytes()
+    assert final["weights_sha256"] == hashlib.sha256(saved).hexdigest()
+    assert all("weights_sha256" not in s for s in states[:4])
+
     # A finished run is neither trained nor tested again.
     again = model()
     state = train_run(again, epoch=pieces.epoch, validate=pieces.validate,
