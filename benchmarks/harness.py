@@ -17,9 +17,8 @@ non-finite number is written null (`dumps`);
 Works under any Keras backend: it imports TensorFlow or JAX only when that
 is the backend in use.
 
-Checkpoints: `Checkpoint(directory)` saves a run after every epoch (its
-weights, its optimizer, its best weights and counters) so that a run
-longer than a session continues with `--resume` (babi.py,
+Checkpoints and resume are the package's loop's
+(`keras_attention.training.train_run`: babi.py,
 image_transformer_mnist.py).
 
 Start-up logs: importing this module calls
@@ -507,56 +506,6 @@ def earlier_results(name, directory=None, append=False):
         return [], []
     record = json.loads(path.read_text())
     return record["rows"], record.get("commands", [record["command"]])
-
-
-class Checkpoint:
-    """A run's checkpoint, so a run stopped by `--minutes` (or killed)
-    continues with `--resume` where it stopped: the model's weights and
-    the optimizer's variables (its step, so a schedule goes on), the
-    weights of the best validation epoch, the data order's generator and
-    the run's counters (`state`: epoch, examples seen, training seconds,
-    validation curve, best). Each save replaces the last, the state file
-    written last and atomically, so a run killed mid-save resumes from the
-    previous epoch."""
-
-    def __init__(self, directory):
-        self.directory = pathlib.Path(directory)
-
-    @property
-    def state_path(self):
-        return self.directory / "state.json"
-
-    def exists(self):
-        return self.state_path.is_file()
-
-    def save(self, model, state, best_weights=None):
-        self.directory.mkdir(parents=True, exist_ok=True)
-        # A compiled model's weights file holds its optimizer's variables.
-        model.save_weights(self.directory / "last.weights.h5")
-        if best_weights is not None:
-            import numpy as np
-
-            np.savez(self.directory / "best.npz", *best_weights)
-        temporary = self.state_path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(state, indent=1))
-        temporary.replace(self.state_path)
-
-    def load(self, model, batch):
-        """Restore `model` (built on `batch`) and its optimizer; returns
-        (state, the best weights or None)."""
-        state = json.loads(self.state_path.read_text())
-        model(batch)
-        # Built first, the optimizer takes its variables (its step, so the
-        # schedule goes on) from the weights file.
-        model.optimizer.build(model.trainable_variables)
-        model.load_weights(self.directory / "last.weights.h5")
-        best = None
-        if (self.directory / "best.npz").is_file():
-            import numpy as np
-
-            stored = np.load(self.directory / "best.npz")
-            best = [stored[f"arr_{i}"] for i in range(len(stored.files))]
-        return state, best
 
 
 def late_gain(curve, window, lower_is_better=False):

@@ -175,27 +175,25 @@ def finish_arguments(p, args):
             checkpoint = checkpoint_for(args, variant, seed)
             if checkpoint is None:
                 continue
-            if checkpoint.exists() and not args.resume:
-                p.error(f"--checkpoint-dir: {checkpoint.directory} holds "
+            state = checkpoint / "state.json"
+            if state.is_file() and not args.resume:
+                p.error(f"--checkpoint-dir: {checkpoint} holds "
                         "a run already: add --resume to continue it, or "
                         "remove it")
-            if args.resume and checkpoint.exists():
-                saved = json.loads(checkpoint.state_path.read_text())
-                if saved["settings"] != run_settings(args):
-                    p.error(f"--resume: {checkpoint.directory} was saved "
+            if args.resume and state.is_file():
+                saved = json.loads((checkpoint / "settings.json").read_text())
+                if saved != run_settings(args):
+                    p.error(f"--resume: {checkpoint} was saved "
                             "with other settings (it continues a run only "
-                            "with its own; see its state.json)")
+                            "with its own; see its settings.json)")
     return args
 
 
 def checkpoint_for(args, variant, seed):
-    """The run's `harness.Checkpoint`, or None without --checkpoint-dir."""
+    """The run's checkpoint folder, or None without --checkpoint-dir."""
     if args.checkpoint_dir is None:
         return None
-    import harness
-
-    return harness.Checkpoint(pathlib.Path(args.checkpoint_dir)
-                              / f"{variant}_seed{seed}")
+    return pathlib.Path(args.checkpoint_dir) / f"{variant}_seed{seed}"
 
 
 def run_settings(args):
@@ -308,94 +306,98 @@ def nll(model, binary):
 
 
 def train_run(variant, seed, args, data):
+    """Train one variant from one seed with the package's loop
+    (`training.train_run`): `--epochs` (the stopping rule), the weights
+    of the best validation NLL, the test split scored once when the run
+    finishes; `--minutes` ends a piece, `--resume` continues it from its
+    checkpoint. Returns the run's row (an unfinished one has no test
+    figure)."""
     import harness
     import keras
 
     from keras_attention.data import mnist
+    from keras_attention.training import StoppingRule
+    from keras_attention.training import train_run as run_epochs
 
     train_digits = data["digits"]["train"]
     steps_per_epoch = len(train_digits) // args.batch_size
     count = steps_per_epoch * args.batch_size  # whole batches only
     model = build(variant, args, seed, steps_per_epoch * args.epochs)
-    best = {"validation_nll": math.inf}
-    history, epoch_seconds, cpu_seconds = [], [], 0.0
     checkpoint = checkpoint_for(args, variant, seed)
-    if args.resume and checkpoint is not None and checkpoint.exists():
-        state, best_weights = checkpoint.load(
-            model, np.zeros((1, SIDE, SIDE), "int32"))
-        if state.get("row") is not None:  # finished in an earlier session
+    epoch_seconds, cpu_seconds = [], [0.0]
+    if checkpoint is not None and (checkpoint / "state.json").is_file():
+        model(np.zeros((1, SIDE, SIDE), "int32"))  # built, to restore into
+        saved = json.loads((checkpoint / "state.json").read_text())
+        if saved["finished"]:
             print(f"{variant} seed {seed}: finished earlier "
-                  f"({checkpoint.directory})", flush=True)
-            return state["row"]
-        history, epoch_seconds = state["history"], state["epoch_seconds"]
-        cpu_seconds = state["cpu_seconds"]
-        best = {"validation_nll": state["best_validation_nll"],
-                "epoch": state["best_epoch"], "weights": best_weights}
-        print(f"{variant} seed {seed}: resumed at epoch {len(history)} "
-              f"from {checkpoint.directory}", flush=True)
-    for epoch in range(len(history), args.epochs):
-        if (args.deadline is not None and epoch_seconds and time.time()
-                + statistics.median(epoch_seconds) > args.deadline):
-            print(f"{variant} seed {seed}: stopped after epoch {epoch} of "
-                  f"{args.epochs} by --minutes; --resume continues it",
-                  flush=True)
-            break
+                  f"({checkpoint})", flush=True)
+        else:
+            print(f"{variant} seed {seed}: resumed at epoch "
+                  f"{saved['epoch']} from {checkpoint}", flush=True)
+        epoch_seconds = saved["counts"].get("epoch_seconds", [])
+        cpu_seconds = [saved["counts"].get("cpu_seconds", 0.0)]
+    elif checkpoint is not None:
+        checkpoint.mkdir(parents=True, exist_ok=True)
+        (checkpoint / "settings.json").write_text(
+            json.dumps(run_settings(args), indent=1))
+
+    def epoch(model, index, _):
         # A fresh binarization and order each epoch, from seed and epoch.
-        rng = np.random.default_rng([args.binarize_seed, 0, seed, epoch])
+        rng = np.random.default_rng([args.binarize_seed, 0, seed, index])
         chosen = rng.permutation(len(train_digits))[:count]
         images = mnist.binarize(train_digits.images[chosen],
                                 rng).astype("int32")  # (n, 28, 28)
         started, cpu = time.perf_counter(), time.process_time()
         model.fit(images, images, batch_size=args.batch_size, epochs=1,
                   shuffle=False, verbose=0)
-        epoch_seconds.append(time.perf_counter() - started)
-        cpu_seconds += time.process_time() - cpu
-        validation = nll(model, data["validation"])
-        history.append(round(validation, 3))
-        improved = validation < best["validation_nll"]
-        if improved:
-            best = {"validation_nll": validation, "epoch": epoch + 1,
-                    "weights": model.get_weights()}
-        if checkpoint is not None:
-            checkpoint.save(model, {
-                "settings": run_settings(args), "history": history,
-                "epoch_seconds": epoch_seconds, "cpu_seconds": cpu_seconds,
-                "best_validation_nll": best["validation_nll"],
-                "best_epoch": best["epoch"]},
-                best["weights"] if improved else None)
+        return {"epoch_seconds": [round(time.perf_counter() - started, 1)],
+                "cpu_seconds": time.process_time() - cpu}
+
+    def validate(model):
+        value = round(nll(model, data["validation"]), 3)
         if args.verbose:
-            print(f"{variant} seed {seed} epoch {epoch + 1}: validation NLL "
-                  f"{validation:.2f} nats ({epoch_seconds[-1]:.0f} s)",
+            print(f"{variant} seed {seed}: validation NLL {value:.2f} nats",
                   flush=True)
-    model.set_weights(best["weights"])
+        return value
+
+    state = run_epochs(
+        model, epoch=epoch, validate=validate,
+        test=lambda model: {"test_nll": nll(model, data["test"])},
+        rule=StoppingRule(args.epochs), higher_is_better=False,
+        directory=checkpoint, seed=seed, verbose=0, seconds=None
+        if args.deadline is None else max(args.deadline - time.time(),
+                                          1e-9))
+    if not state["finished"]:
+        print(f"{variant} seed {seed}: stopped after epoch {state['epoch']} "
+              f"of {args.epochs} by --minutes; --resume continues it",
+              flush=True)
+    epoch_seconds = state["counts"].get("epoch_seconds", epoch_seconds)
+    cpu_seconds = state["counts"].get("cpu_seconds", cpu_seconds[0])
     seconds = sum(epoch_seconds)
-    row = {
+    return {
         "variant": variant,
         "label": LABELS[variant],
         "seed": seed,
-        "test_nll": nll(model, data["test"]),
-        "validation_nll": best["validation_nll"],
-        "best_epoch": best["epoch"],
+        "test_nll": (state["test"] or {}).get("test_nll"),
+        "validation_nll": state["best"]["score"][0],
+        "best_epoch": state["best"]["epoch"],
         "epochs": args.epochs,
         "train_seconds": round(seconds, 1),
         # The median epoch: the first also compiles the step.
         "seconds_per_epoch": round(statistics.median(epoch_seconds), 1),
-        "epoch_seconds": [round(s, 1) for s in epoch_seconds],
+        "epoch_seconds": epoch_seconds,
         "train_cpu_seconds": round(cpu_seconds, 1),
         "examples_per_second": round(count * len(epoch_seconds) / seconds,
                                      1),
         "parameters": int(model.count_params()),
-        "validation_curve": history,
+        "validation_curve": state["curve"],
         "backend": keras.backend.backend(),
         "cpu": harness.machine()["cpu"],
-        # False: stopped by --minutes after len(epoch_seconds) epochs,
-        # tested at its best so far; the summary leaves it out.
-        "finished": len(history) == args.epochs,
+        # False: stopped by --minutes after len(epoch_seconds) epochs; no
+        # test figure, and the summary leaves it out.
+        "finished": state["finished"],
+        "weights_sha256": state.get("weights_sha256"),
     }
-    if checkpoint is not None and row["finished"]:
-        state = json.loads(checkpoint.state_path.read_text())
-        checkpoint.save(model, {**state, "row": row})  # the best weights
-    return row
 
 
 LATE_EPOCHS = 5
@@ -501,7 +503,9 @@ def main(argv=None):
     print(f"\n{'model':<40} {'seed':>4} {'test NLL':>9} {'epoch':>5} "
           f"{'s/epoch':>8} {'ex/s':>6}")
     for row in rows:
-        print(f"{row['label']:<40} {row['seed']:>4} {row['test_nll']:>9.2f} "
+        tested = ("—" if row["test_nll"] is None
+                  else f"{row['test_nll']:.2f}")
+        print(f"{row['label']:<40} {row['seed']:>4} {tested:>9} "
               f"{row['best_epoch']:>5} {row['seconds_per_epoch']:>8.0f} "
               f"{row['examples_per_second']:>6.1f}"
               + ("" if row.get("finished", True) else

@@ -22,7 +22,8 @@ TINY = ["--validation", "10", "--test", "10", "--epochs", "2",
 ROW_KEYS = {"variant", "label", "seed", "test_nll", "validation_nll",
             "best_epoch", "epochs", "train_seconds", "seconds_per_epoch",
             "epoch_seconds", "train_cpu_seconds", "examples_per_second",
-            "parameters", "validation_curve", "backend", "cpu", "finished"}
+            "parameters", "validation_curve", "backend", "cpu", "finished",
+            "weights_sha256"}
 
 
 def _made_up(folder, count=60, seed=0):
@@ -120,6 +121,7 @@ def _resumes_where_it_stopped(tmp_path, data, reference):
         *checkpoints, "--deadline", "1", timeout=600)
     (row,) = cut["rows"]
     assert not row["finished"] and len(row["validation_curve"]) == 1
+    assert row["test_nll"] is None  # the test split only once finished
     assert "stopped after epoch 1 of 2" in stdout and cut["summary"] == {}
     stdout, resumed = run_benchmark(
         "image_transformer_mnist.py", tmp_path / "cut", *common,
@@ -133,6 +135,7 @@ def _resumes_where_it_stopped(tmp_path, data, reference):
         "image_transformer_mnist.py", tmp_path / "cut", *common,
         *checkpoints, "--resume", timeout=600)
     assert "finished earlier" in stdout and again["rows"] == resumed["rows"]
+    assert len(row["weights_sha256"]) == 64
     for extra, message in ((["--validation", "10"], "add --resume"),
                            (["--resume", "--epochs", "3"],
                             "was saved with other settings")):

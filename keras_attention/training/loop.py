@@ -176,6 +176,14 @@ class _Checkpoint:
         return [stored[f"arr_{i}"] for i in range(len(stored.files))]
 
 
+def _add_counts(totals, counts):
+    """Add `counts` into `totals`: numbers summed, lists concatenated (a
+    per-epoch figure such as its seconds)."""
+    for name, count in counts.items():
+        empty = [] if isinstance(count, list) else 0
+        totals[name] = totals.get(name, empty) + count
+
+
 def _score(value):
     """A validation result as a tuple of floats (a float is a 1-tuple)."""
     values = value if isinstance(value, (tuple, list)) else (value,)
@@ -196,7 +204,8 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         epoch: `epoch(model, index, rng)` trains epoch `index` (0-based),
             drawing its data order from `rng` (a `numpy.random.Generator`
             the loop saves and restores), and returns a dict of counts to
-            add up over the run (e.g. `{"steps": 40, "seen": 1000}`).
+            add up over the run (e.g. `{"steps": 40, "seen": 1000}`; a
+            list is concatenated, e.g. `{"seconds": [12.5]}`).
         validate: `validate(model)` returns the validation score (a float)
             or a tuple whose first entry is the score and whose others
             break ties (all compared in the same direction).
@@ -288,8 +297,7 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         index = state["epoch"]
         epoch_started = time.perf_counter()
         counts = epoch(model, index, rng) or {}
-        for name, count in counts.items():
-            state["counts"][name] = state["counts"].get(name, 0) + count
+        _add_counts(state["counts"], counts)
         score = _score(validate(model))
         state["epoch"] = index + 1
         state["curve"].append(score[0])
@@ -314,9 +322,7 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
                      f"{best['epoch']})" if best else ""), flush=True)
         piece["last_epoch"] = state["epoch"]
         piece["minutes"] = round((time.perf_counter() - started) / 60, 2)
-        for name, count in counts.items():
-            piece.setdefault("counts", {})
-            piece["counts"][name] = piece["counts"].get(name, 0) + count
+        _add_counts(piece.setdefault("counts", {}), counts)
         if state["finished"]:
             if best_weights is not None:
                 model.set_weights(best_weights)
