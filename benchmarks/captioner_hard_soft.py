@@ -376,11 +376,15 @@ def variance(model, inputs, targets, draws):
 
 
 def train_run(variant, seed, args, data):
-    """Train one model, select its epoch on validation BLEU, test it."""
+    """Train one model with the package's loop (`training.train_run`):
+    `--epochs`, the epoch of best validation BLEU, the test split scored
+    once at the end."""
     import harness
 
     from keras_attention.data import mnist
     from keras_attention.text.digit_scenes import CaptionVocabulary
+    from keras_attention.training import StoppingRule
+    from keras_attention.training import train_run as train_run_of_the_package
 
     vocabulary = CaptionVocabulary(max_words=4 * args.objects - 2)
     shape = pixels(data["test"].images[:1], args.coordinates).shape[1:]
@@ -406,56 +410,69 @@ def train_run(variant, seed, args, data):
                                             args.coordinates),
                           args.variance_draws)
     greedy = decoder(model, vocabulary, shape)
-    curve, best, best_weights, seconds = [], -1.0, None, 0.0
-    for epoch in range(args.epochs):
+    digits_of = {}  # epoch -> its validation digit accuracy
+
+    def epoch(model, index, _):
         scenes = mnist.scenes(data["digits"]["train"], args.scenes,
-                              seed=1_000 * seed + epoch,
+                              seed=1_000 * seed + index,
                               **scene_options(args))
         inputs, targets = inputs_of(scenes, vocabulary, args.coordinates)
         start = time.perf_counter()
-        history = model.fit(inputs, targets, batch_size=args.batch_size,
-                            epochs=1, verbose=0, shuffle=True)
-        seconds += time.perf_counter() - start
+        model.fit(inputs, targets, batch_size=args.batch_size, epochs=1,
+                  verbose=0, shuffle=True)
+        return {"seconds": time.perf_counter() - start}
+
+    def validate(model):
         found = scores(greedy(validation_images), data["validation"])
-        curve.append(round(found["bleu"], 2))
-        if found["bleu"] > best:
-            best, best_epoch = found["bleu"], epoch + 1
-            best_digits = found["digits"]
-            best_weights = model.get_weights()
+        digits_of[len(digits_of) + 1] = found["digits"]
         if args.verbose:
-            print(f"{variant} seed {seed} epoch {epoch + 1}: loss "
-                  f"{history.history['loss'][-1]:.3f}, validation BLEU "
-                  f"{found['bleu']:.2f}, exact {found['exact']:.1%}, digits "
-                  f"{found['digits']:.1%} ({seconds:.0f} s)", flush=True)
-    model.set_weights(best_weights)
-    test = data["test"]
+            print(f"{variant} seed {seed} epoch {len(digits_of)}: "
+                  f"validation BLEU {found['bleu']:.2f}, exact "
+                  f"{found['exact']:.1%}, digits {found['digits']:.1%}",
+                  flush=True)
+        return round(found["bleu"], 2), found["bleu"]
+
+    def test(model):
+        """The test split, once, on the weights of the best epoch."""
+        test = data["test"]
+        figures = {
+            "greedy": scores(greedy(test_images), test),
+            f"beam{args.beam_size}": scores(
+                decoder(model, vocabulary, shape, args.beam_size)(
+                    test_images), test),
+        }
+        if variant == "hard":
+            twin = argmax_twin(model, {key: value[:2] for key, value in
+                                       validation_inputs.items()
+                                       if key != "targets"})
+            figures["greedy_argmax"] = scores(
+                decoder(twin, vocabulary, shape)(test_images), test)
+            if before is not None:
+                figures["variance"] = {"before": before, "after": variance(
+                    model, *inputs_of(probe, vocabulary, args.coordinates),
+                    args.variance_draws)}
+        return figures
+
+    state = train_run_of_the_package(
+        model, epoch=epoch, validate=validate, test=test,
+        rule=StoppingRule(args.epochs), seed=seed, verbose=0)
+    best_epoch, seconds = state["best"]["epoch"], state["counts"]["seconds"]
+    curve = state["curve"]
     row = {
         "variant": variant, "label": LABELS[variant], "seed": seed,
         "epochs": args.epochs, "best_epoch": best_epoch,
         "pretrained_accuracy": pretrained,
         "pretrain_seconds": round(pretrain_seconds, 1),
-        "validation_bleu": best, "validation_digits": best_digits,
+        "validation_bleu": state["best"]["score"][1],
+        "validation_digits": digits_of[best_epoch],
         "validation_curve": curve,
         "setting": {"filters": list(args.filter_sizes),
                     "coordinates": args.coordinates,
                     "pretrain_epochs": args.pretrain_epochs,
                     "reinforce_weight": args.reinforce_weight},
         "late_gain": late_gain(curve),
-        "greedy": scores(greedy(test_images), test),
-        f"beam{args.beam_size}": scores(
-            decoder(model, vocabulary, shape, args.beam_size)(test_images),
-            test),
+        **state["test"],
     }
-    if variant == "hard":
-        twin = argmax_twin(model, {key: value[:2] for key, value in
-                                   validation_inputs.items()
-                                   if key != "targets"})
-        row["greedy_argmax"] = scores(
-            decoder(twin, vocabulary, shape)(test_images), test)
-        if before is not None:
-            row["variance"] = {"before": before, "after": variance(
-                model, *inputs_of(probe, vocabulary, args.coordinates),
-                args.variance_draws)}
     row.update({
         "test_bleu": row[f"beam{args.beam_size}"]["bleu"],
         "train_seconds": round(seconds, 1),

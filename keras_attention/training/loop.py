@@ -273,6 +273,7 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
     if checkpoint is not None and checkpoint.exists():
         state = checkpoint.state()
         if state["finished"]:
+            state.pop("rng", None)
             best_weights = checkpoint.restore(model)
             if best_weights is not None:
                 model.set_weights(best_weights)
