@@ -78,19 +78,52 @@ def test_write_results_writes_non_finite_numbers_as_null(tmp_path,
     assert path.read_text().endswith("}\n")
 
 
+def in_progress_checkpoints(records):
+    """The checkpoint folders of the runs the results files list as in
+    progress (`in_progress[*]["checkpoint"]`)."""
+    return {entry["checkpoint"] for record in records
+            for entry in record.get("in_progress", [])
+            if entry.get("checkpoint")}
+
+
+def stray_checkpoints(tracked, folders):
+    """The tracked files under no folder of a run in progress."""
+    return [name for name in tracked
+            if not any(name.startswith(folder.rstrip("/") + "/")
+                       for folder in folders)]
+
+
 def test_tracked_checkpoints_are_only_those_of_runs_in_progress():
-    """benchmarks/checkpoints/ keeps a run's checkpoints while it is in
-    progress; a published run's are removed (git history keeps them), so
-    the tracked ones stay small."""
+    """benchmarks/checkpoints/ keeps a run's checkpoints while a results
+    file lists the run as in progress; a published run's are removed (its
+    rows name them by hash and by the commit that still holds them)."""
     import subprocess
 
     root = BENCHMARKS.parent
-    listed = subprocess.run(
+    tracked = subprocess.run(
         ["git", "ls-files", "benchmarks/checkpoints"], cwd=root,
         capture_output=True, text=True, check=True).stdout.split()
-    total = sum((root / name).stat().st_size for name in listed
-                if (root / name).exists())
-    assert total <= 8 * 2**20, total
-    assert not any(name.startswith("benchmarks/checkpoints/"
-                                   "image_transformer_mnist/")
-                   for name in listed)
+    records = [json.loads(path.read_text()) for path in RESULTS]
+    assert stray_checkpoints(tracked, in_progress_checkpoints(records)) == []
+
+
+def test_a_published_runs_checkpoint_is_found_stray():
+    records = [{"in_progress": [{"checkpoint":
+                                 "benchmarks/checkpoints/run/seed1"}]},
+               {"rows": []}]
+    tracked = ["benchmarks/checkpoints/run/seed1/state.json",
+               "benchmarks/checkpoints/run/seed0/state.json"]
+    assert stray_checkpoints(tracked, in_progress_checkpoints(records)) == [
+        "benchmarks/checkpoints/run/seed0/state.json"]
+
+
+def test_the_published_ut_rows_name_their_checkpoints():
+    record = json.loads((BENCHMARKS / "results" /
+                         "babi_universal_transformer_10k_task2.json")
+                        .read_text())
+    for row in record["rows"]:
+        files = row["checkpoint"]["files"]
+        assert sorted(files) == ["best.npz", "last.weights.h5"]
+        assert all(len(digest) == 64 for digest in files.values())
+        assert row["checkpoint"]["in_git_at"].split(":")[1].startswith(
+            "benchmarks/checkpoints/")
