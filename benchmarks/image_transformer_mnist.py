@@ -324,7 +324,6 @@ def train_run(variant, seed, args, data):
     count = steps_per_epoch * args.batch_size  # whole batches only
     model = build(variant, args, seed, steps_per_epoch * args.epochs)
     checkpoint = checkpoint_for(args, variant, seed)
-    epoch_seconds, cpu_seconds = [], [0.0]
     if checkpoint is not None and (checkpoint / "state.json").is_file():
         model(np.zeros((1, SIDE, SIDE), "int32"))  # built, to restore into
         saved = json.loads((checkpoint / "state.json").read_text())
@@ -334,8 +333,6 @@ def train_run(variant, seed, args, data):
         else:
             print(f"{variant} seed {seed}: resumed at epoch "
                   f"{saved['epoch']} from {checkpoint}", flush=True)
-        epoch_seconds = saved["counts"].get("epoch_seconds", [])
-        cpu_seconds = [saved["counts"].get("cpu_seconds", 0.0)]
     elif checkpoint is not None:
         checkpoint.mkdir(parents=True, exist_ok=True)
         (checkpoint / "settings.json").write_text(
@@ -371,8 +368,8 @@ def train_run(variant, seed, args, data):
         print(f"{variant} seed {seed}: stopped after epoch {state['epoch']} "
               f"of {args.epochs} by --minutes; --resume continues it",
               flush=True)
-    epoch_seconds = state["counts"].get("epoch_seconds", epoch_seconds)
-    cpu_seconds = state["counts"].get("cpu_seconds", cpu_seconds[0])
+    epoch_seconds = state["counts"]["epoch_seconds"]
+    cpu_seconds = state["counts"]["cpu_seconds"]
     seconds = sum(epoch_seconds)
     return {
         "variant": variant,

@@ -168,9 +168,9 @@ def _list(directory):
               f"{setting.get('paper', '')}")
 
 
-def main(argv_=None):
+def main(arguments=None):
     p = parser()
-    args = p.parse_args(argv_)
+    args = p.parse_args(arguments)
     try:
         if args.command == "list":
             _list(args.settings)

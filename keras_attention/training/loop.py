@@ -146,6 +146,9 @@ class _Checkpoint:
         model.save_weights(self.directory / "last.weights.h5")
         if best_weights is not None:
             np.savez(self.directory / "best.npz", *best_weights)
+        self.write_state(state)
+
+    def write_state(self, state):
         temporary = self.state_path.with_suffix(".tmp")
         temporary.write_text(json.dumps(state, indent=1))
         temporary.replace(self.state_path)
@@ -336,7 +339,7 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
                 # The published row names the selected weights by their
                 # hash, so the checkpoint itself need not be kept.
                 state["weights_sha256"] = checkpoint.weights_sha256()
-                checkpoint.save(model, {**state,
+                checkpoint.write_state({**state,
                                         "rng": rng.bit_generator.state})
         if on_epoch is not None:
             on_epoch(state)
