@@ -340,6 +340,94 @@ def add_run_options(p, logs):
     p.add_argument("--results-name", default=None)
 
 
+def add_resume_options(p, checkpoints):
+    """The options of a system whose runs go on over several pieces
+    (the package's loop): `--minutes` (this piece's, a shared deadline
+    for every run of the command), `--checkpoint-dir` (default with
+    `--minutes` or `--resume`: `checkpoints`) and `--resume`."""
+    p.add_argument("--minutes", type=float, default=None,
+                   help="stop every run by this many minutes from now, "
+                        "at the end of the last epoch that fits, its "
+                        "checkpoint saved (--resume continues it)")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="save each run's checkpoint after every epoch to "
+                        "CHECKPOINT_DIR/VARIANT_seedN (default with "
+                        f"--minutes or --resume: {checkpoints})")
+    p.add_argument("--resume", action="store_true",
+                   help="continue each run from its checkpoint (a "
+                        "finished one gives its row again)")
+    p.add_argument("--deadline", type=float, default=None,
+                   help=argparse.SUPPRESS)  # --minutes, as a time.time()
+    p.set_defaults(default_checkpoints=checkpoints)
+
+
+def finish_resume(p, args, settings):
+    """Check the resume options after `variants_and_seeds`: a checkpoint
+    is continued only with `--resume` and only with the `settings` it
+    was saved with (`settings`, a dict, goes into each new checkpoint's
+    `settings.json`); a mistake is one line through `p.error`."""
+    if args.minutes is not None and args.minutes <= 0:
+        p.error(f"--minutes must be positive, received: {args.minutes}")
+    if args.deadline is None and args.minutes is not None:
+        args.deadline = time.time() + 60 * args.minutes
+    if args.checkpoint_dir is None and (args.deadline or args.resume):
+        args.checkpoint_dir = args.default_checkpoints
+    args.run_settings = settings
+    for variant in args.variant_list:
+        for seed in args.seed_list:
+            if args.checkpoint_dir is None:
+                continue
+            checkpoint = (pathlib.Path(args.checkpoint_dir)
+                          / f"{variant}_seed{seed}")
+            state = checkpoint / "state.json"
+            if state.is_file() and not args.resume:
+                p.error(f"--checkpoint-dir: {checkpoint} holds a run "
+                        "already: add --resume to continue it, or remove it")
+            if args.resume and state.is_file():
+                saved = json.loads((checkpoint / "settings.json").read_text())
+                if saved != settings:
+                    p.error(f"--resume: {checkpoint} was saved with other "
+                            "settings (it continues a run only with its "
+                            "own; see its settings.json)")
+    return args
+
+
+def checkpoint_for(args, variant, seed):
+    """The run's checkpoint folder (its settings written into a new one;
+    where the run is found, where it stands is printed), or None without
+    --checkpoint-dir."""
+    if args.checkpoint_dir is None:
+        return None
+    folder = pathlib.Path(args.checkpoint_dir) / f"{variant}_seed{seed}"
+    if (folder / "state.json").is_file():
+        saved = json.loads((folder / "state.json").read_text())
+        print(f"{variant} seed {seed}: " + (
+            "finished earlier" if saved["finished"] else
+            f"resumed at epoch {saved['epoch']}") + f" ({folder})",
+            flush=True)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "settings.json").write_text(
+            json.dumps(args.run_settings, indent=1))
+    return folder
+
+
+def piece_seconds(args):
+    """The seconds left of this piece (`--minutes`' deadline), or None."""
+    if args.deadline is None:
+        return None
+    return max(args.deadline - time.time(), 1e-9)
+
+
+def with_deadline(given, args):
+    """The command line `given` for parallel runs: `--minutes` replaced by
+    the one deadline they share."""
+    if args.deadline is None:
+        return given
+    return strip_options(given, {"--minutes", "--deadline"}) + [
+        "--deadline", repr(args.deadline)]
+
+
 def variant_seed_runs(script, given, args, flags, train, also_strip=()):
     """Every `(variant, seed)` of `args.variant_list` x `args.seed_list`,
     in that order: with `args.parallel` > 1 (and more than one run), each

@@ -50,7 +50,6 @@ local_2d,full] [--seeds 0,1,2] [--epochs E] [--parallel 2]`.
 """
 
 import argparse
-import json
 import math
 import os
 import pathlib
@@ -115,21 +114,7 @@ def parser():
                    help="of every draw: numpy seeds [S, 1] validation, "
                         "[S, 2] test, [S, 0, run seed, epoch] training")
     harness.add_run_options(p, "runs/image_transformer_mnist")
-    p.add_argument("--minutes", type=float, default=None,
-                   help="stop every run by this many minutes from now, "
-                        "at the end of the last epoch that fits, its "
-                        "checkpoint saved (a run longer than a session "
-                        "goes on with --resume)")
-    p.add_argument("--checkpoint-dir", default=None,
-                   help="save each run's checkpoint after every epoch to "
-                        "CHECKPOINT_DIR/VARIANT_seedN (default with "
-                        "--minutes or --resume: runs/image_transformer_"
-                        "mnist/checkpoints)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue each run from its checkpoint (a "
-                        "finished one gives its row again)")
-    p.add_argument("--deadline", type=float, default=None,
-                   help=argparse.SUPPRESS)  # --minutes, as a time.time()
+    harness.add_resume_options(p, "runs/image_transformer_mnist/checkpoints")
     return p
 
 
@@ -161,39 +146,11 @@ def finish_arguments(p, args):
     args.query_block_pair = _pair(p, "query-block", args.query_block, 1)
     args.memory_flange_pair = _pair(p, "memory-flange", args.memory_flange,
                                     0)
-    if args.minutes is not None and args.minutes <= 0:
-        p.error(f"--minutes must be positive, received: {args.minutes}")
-    if args.deadline is None and args.minutes is not None:
-        args.deadline = time.time() + 60 * args.minutes
-    if args.checkpoint_dir is None and (args.deadline or args.resume):
-        args.checkpoint_dir = "runs/image_transformer_mnist/checkpoints"
     import harness
 
     harness.variants_and_seeds(p, args, VARIANTS)
-    for variant in args.variant_list:
-        for seed in args.seed_list:
-            checkpoint = checkpoint_for(args, variant, seed)
-            if checkpoint is None:
-                continue
-            state = checkpoint / "state.json"
-            if state.is_file() and not args.resume:
-                p.error(f"--checkpoint-dir: {checkpoint} holds "
-                        "a run already: add --resume to continue it, or "
-                        "remove it")
-            if args.resume and state.is_file():
-                saved = json.loads((checkpoint / "settings.json").read_text())
-                if saved != run_settings(args):
-                    p.error(f"--resume: {checkpoint} was saved "
-                            "with other settings (it continues a run only "
-                            "with its own; see its settings.json)")
+    harness.finish_resume(p, args, run_settings(args))
     return args
-
-
-def checkpoint_for(args, variant, seed):
-    """The run's checkpoint folder, or None without --checkpoint-dir."""
-    if args.checkpoint_dir is None:
-        return None
-    return pathlib.Path(args.checkpoint_dir) / f"{variant}_seed{seed}"
 
 
 def run_settings(args):
@@ -323,21 +280,7 @@ def train_run(variant, seed, args, data):
     steps_per_epoch = len(train_digits) // args.batch_size
     count = steps_per_epoch * args.batch_size  # whole batches only
     model = build(variant, args, seed, steps_per_epoch * args.epochs)
-    checkpoint = checkpoint_for(args, variant, seed)
-    if checkpoint is not None and (checkpoint / "state.json").is_file():
-        model(np.zeros((1, SIDE, SIDE), "int32"))  # built, to restore into
-        saved = json.loads((checkpoint / "state.json").read_text())
-        if saved["finished"]:
-            print(f"{variant} seed {seed}: finished earlier "
-                  f"({checkpoint})", flush=True)
-        else:
-            print(f"{variant} seed {seed}: resumed at epoch "
-                  f"{saved['epoch']} from {checkpoint}", flush=True)
-    elif checkpoint is not None:
-        checkpoint.mkdir(parents=True, exist_ok=True)
-        (checkpoint / "settings.json").write_text(
-            json.dumps(run_settings(args), indent=1))
-
+    checkpoint = harness.checkpoint_for(args, variant, seed)
     def epoch(model, index, _):
         # A fresh binarization and order each epoch, from seed and epoch.
         rng = np.random.default_rng([args.binarize_seed, 0, seed, index])
@@ -361,9 +304,8 @@ def train_run(variant, seed, args, data):
         model, epoch=epoch, validate=validate,
         test=lambda model: {"test_nll": nll(model, data["test"])},
         rule=StoppingRule(args.epochs), higher_is_better=False,
-        directory=checkpoint, seed=seed, verbose=0, seconds=None
-        if args.deadline is None else max(args.deadline - time.time(),
-                                          1e-9))
+        directory=checkpoint, seed=seed, verbose=0,
+        seconds=harness.piece_seconds(args))
     if not state["finished"]:
         print(f"{variant} seed {seed}: stopped after epoch {state['epoch']} "
               f"of {args.epochs} by --minutes; --resume continues it",
@@ -489,10 +431,8 @@ def main(argv=None):
           f"{baselines['uniform']:.1f} nats", flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    given = sys.argv[1:] if argv is None else list(argv)
-    if args.deadline is not None:  # the parallel runs share one deadline
-        given = harness.strip_options(given, {"--minutes", "--deadline"})
-        given += ["--deadline", repr(args.deadline)]
+    given = harness.with_deadline(sys.argv[1:] if argv is None
+                                  else list(argv), args)
     rows = harness.variant_seed_runs(
         __file__, given, args, {"--append", "--resume"},
         lambda variant, seed: train_run(variant, seed, args, data))

@@ -97,12 +97,17 @@ def parser():
     p.add_argument("--variants", default="ram4,ram6,ram8,conv",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
-    p.add_argument("--epochs", type=int, default=100)
-    p.add_argument("--minutes", type=float, default=None,
-                   help="stop each run after this many minutes of "
-                        "training, at an epoch's end; after its second "
-                        "epoch the cosine schedule is fitted to the epochs "
-                        "the minutes allow (at most --epochs)")
+    p.add_argument("--epochs", type=int, default=100,
+                   help="the stopping rule's budget, and the cosine "
+                        "schedule's length")
+    p.add_argument("--patience", type=int, default=None,
+                   help="the rule also finishes a run after this many "
+                        "epochs without a lower validation error")
+    p.add_argument("--budget-minutes", type=float, default=None,
+                   help="the rule also finishes a run after this many "
+                        "minutes of training, at an epoch's end; after its "
+                        "second epoch the cosine schedule is fitted to the "
+                        "epochs the minutes allow (at most --epochs)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--learning-rate", type=float, default=1e-3)
     p.add_argument("--location-std", type=float, default=0.1,
@@ -123,6 +128,7 @@ def parser():
     p.add_argument("--clutter", type=int, default=4)
     p.add_argument("--fragment-size", type=int, default=8)
     harness.add_run_options(p, "runs/ram_cluttered_mnist")
+    harness.add_resume_options(p, "runs/ram_cluttered_mnist/checkpoints")
     p.add_argument("--save-dir", default="runs/ram_cluttered_mnist",
                    help="each RAM run's model goes to "
                         "SAVE_DIR/VARIANT_seedN.keras")
@@ -149,8 +155,10 @@ def finish_arguments(p, args):
         if getattr(args, flag) <= 0:
             p.error(f"--{flag.replace('_', '-')} must be positive, "
                     f"received: {getattr(args, flag)!r}")
-    if args.minutes is not None and args.minutes <= 0:
-        p.error(f"--minutes must be positive, received: {args.minutes}")
+    for flag in ("patience", "budget_minutes"):
+        if getattr(args, flag) is not None and getattr(args, flag) <= 0:
+            p.error(f"--{flag.replace('_', '-')} must be positive, "
+                    f"received: {getattr(args, flag)!r}")
     if args.clutter < 0:
         p.error(f"--clutter must be >= 0, received: {args.clutter}")
     if args.sampled_paths < 0:
@@ -164,7 +172,17 @@ def finish_arguments(p, args):
                 f"{args.fragment_size}")
     import harness
 
-    return harness.variants_and_seeds(p, args, VARIANTS)
+    harness.variants_and_seeds(p, args, VARIANTS)
+    return harness.finish_resume(p, args, run_settings(args))
+
+
+def run_settings(args):
+    """What a checkpoint's run must share with the command resuming it."""
+    return {key: value for key, value in vars(args).items() if key in (
+        "epochs", "patience", "budget_minutes", "batch_size",
+        "learning_rate", "location_std", "first_glimpse", "sampled_paths",
+        "glimpse_size", "scales", "canvas_size", "clutter", "fragment_size",
+        "validation", "test", "split_seed")}
 
 
 def load(args, p):
@@ -326,17 +344,34 @@ def gradient_norms(model, images, labels, seed=0):
 
 
 def train_run(variant, seed, args, data):
+    """Train one variant from one seed with the package's loop
+    (`training.train_run`): the rule (`--epochs`, `--patience`,
+    `--budget-minutes`) finishes the run, the weights of the lowest
+    validation error are kept and tested once, when the run finishes;
+    `--minutes` ends a piece, `--resume` continues it. Returns the run's
+    row (an unfinished one has no test figure) and the model."""
     import harness
     import keras
 
     from keras_attention.data import mnist
+    from keras_attention.training import StoppingRule
+    from keras_attention.training import train_run as run_epochs
 
     train_digits = data["digits"]["train"]
     steps_per_epoch = len(train_digits) // args.batch_size
+    count = steps_per_epoch * args.batch_size  # whole batches only
     schedule = keras.optimizers.schedules.CosineDecay(
         args.learning_rate, steps_per_epoch * args.epochs)
     model = build(variant, args, seed, schedule)
     ram = VARIANTS[variant]["kind"] == "ram"
+    validation = inputs_of(variant, data["validation"], args)
+    model(validation[:2])  # built, to restore into
+    checkpoint = harness.checkpoint_for(args, variant, seed)
+    if checkpoint is not None and (checkpoint / "state.json").is_file():
+        fitted = json.loads((checkpoint / "state.json").read_text())[
+            "counts"].get("schedule_epochs")
+        if fitted:  # the schedule the run was fitted to goes on
+            schedule.decay_steps = fitted[0] * steps_per_epoch
     diagnosis = {}
     if args.diagnose and ram:
         probe = data["validation"]
@@ -344,80 +379,99 @@ def train_run(variant, seed, args, data):
                                             probe.labels[:256], seed)
         print(f"{variant} seed {seed}: gradient norms at the core, start: "
               f"{diagnosis['start']}", flush=True)
-    validation = inputs_of(variant, data["validation"], args)
-    best = {"validation_error": 2.0}
-    history, seconds = [], 0.0
-    for epoch in range(args.epochs):
-        canvases = mnist.cluttered(train_digits, seed=seed * 100_003 + epoch,
+
+    spent = []  # this piece's epochs' seconds
+
+    def epoch(model, index, rng):
+        canvases = mnist.cluttered(train_digits, seed=seed * 100_003 + index,
                                    **canvas_options(args))
-        count = steps_per_epoch * args.batch_size  # whole batches only
+        order = rng.permutation(len(canvases.labels))[:count]
         started = time.perf_counter()
-        model.fit(inputs_of(variant, canvases, args)[:count],
-                  canvases.labels[:count],
-                  batch_size=args.batch_size, epochs=1, shuffle=True,
-                  verbose=0)
-        seconds += time.perf_counter() - started
-        if args.minutes and epoch == 1:
-            fit_schedule(model, schedule, seconds_per_epoch=time.perf_counter()
-                         - started, budget=60 * args.minutes - seconds,
-                         done=2, args=args, steps_per_epoch=steps_per_epoch)
+        model.fit(inputs_of(variant, canvases, args)[order],
+                  canvases.labels[order], batch_size=args.batch_size,
+                  epochs=1, shuffle=False, verbose=0)
+        seconds = time.perf_counter() - started
+        spent.append(seconds)
+        counts = {"epoch_seconds": [round(seconds, 2)]}
+        if args.budget_minutes and index == 1:
+            counts["schedule_epochs"] = [fit_schedule(
+                model, schedule, seconds_per_epoch=seconds,
+                budget=60 * args.budget_minutes - sum(spent), done=2,
+                args=args, steps_per_epoch=steps_per_epoch)]
+        return counts
+
+    def validate(model):
         error = error_of(model, validation, data["validation"].labels)
-        history.append(round(error, 4))
-        if error < best["validation_error"]:
-            best = {"validation_error": error, "epoch": epoch + 1,
-                    "weights": model.get_weights()}
         if args.verbose:
-            print(f"{variant} seed {seed} epoch {epoch + 1}: validation "
-                  f"error {error:.2%} ({seconds:.0f} s)", flush=True)
-        if args.minutes and seconds >= 60 * args.minutes:
-            break
+            print(f"{variant} seed {seed}: validation error {error:.2%}",
+                  flush=True)
+        return round(error, 4)
+
+    def test(model):
+        found = {"test_error": error_of(
+            model, inputs_of(variant, data["test"], args),
+            data["test"].labels)}
+        if ram and args.sampled_paths:
+            # Scored as the public reproductions score: the mean of the
+            # softmax over sampled glimpse paths, beside the mean path; on
+            # validation too (the same weights), to choose by.
+            from keras_attention.training import glimpse_paths
+
+            for part, offset in (("validation", 20_000), ("test", 10_000)):
+                probabilities = glimpse_paths.sampled_path_probabilities(
+                    model, data[part].images, paths=args.sampled_paths,
+                    seed=offset + seed)
+                found[f"{part}_error_sampled"] = float(np.mean(
+                    np.argmax(probabilities, -1) != data[part].labels))
+            found["sampled_paths"] = args.sampled_paths
+        return found
+
+    state = run_epochs(
+        model, epoch=epoch, validate=validate, test=test,
+        rule=StoppingRule(args.epochs, patience=args.patience,
+                          minutes=args.budget_minutes),
+        higher_is_better=False, directory=checkpoint, seed=seed, verbose=0,
+        seconds=harness.piece_seconds(args))
+    if not state["finished"]:
+        print(f"{variant} seed {seed}: stopped after epoch {state['epoch']} "
+              f"of {args.epochs} by --minutes; --resume continues it",
+              flush=True)
     if args.diagnose and ram:
         probe = data["validation"]
         diagnosis["end"] = gradient_norms(model, probe.images[:256],
                                           probe.labels[:256], seed)
         print(f"{variant} seed {seed}: gradient norms at the core, end: "
               f"{diagnosis['end']}", flush=True)
-    model.set_weights(best["weights"])
-    if ram and args.save_dir:
+    if ram and args.save_dir and state["finished"]:
         folder = pathlib.Path(args.save_dir)
         folder.mkdir(parents=True, exist_ok=True)
         model.save(folder / f"{variant}_seed{seed}.keras")
+    seconds = sum(state["counts"]["epoch_seconds"])
     row = {
         "variant": variant,
         "label": LABELS[variant],
         "seed": seed,
-        "test_error": error_of(model, inputs_of(variant, data["test"], args),
-                               data["test"].labels),
-        "validation_error": best["validation_error"],
-        "best_epoch": best["epoch"],
-        "epochs": len(history),
+        "test_error": None,
+        "validation_error": state["best"]["score"][0],
+        "best_epoch": state["best"]["epoch"],
+        "epochs": state["epoch"],
         "train_seconds": round(seconds, 1),
-        "examples_per_second": round(
-            steps_per_epoch * args.batch_size * len(history) / seconds, 1),
+        "examples_per_second": round(count * state["epoch"] / seconds, 1),
         "parameters": int(sum(np.prod(w.shape)
                               for w in model.trainable_weights)),
-        "validation_curve": history,
+        "validation_curve": state["curve"],
         "backend": keras.backend.backend(),
         "cpu": harness.machine()["cpu"],
+        # False: a piece ended by --minutes; no test figure, and the
+        # summary leaves it out until --resume finishes it.
+        "finished": state["finished"],
+        "stopped_by": state["stopped_by"],
+        "weights_sha256": state.get("weights_sha256"),
     }
     if ram:  # the exploration it trained with
         row["location_std"] = args.location_std
         row["first_glimpse"] = args.first_glimpse
-    if ram and args.sampled_paths:
-        # Scored as the public reproductions score: the mean of the
-        # softmax over sampled glimpse paths, beside the mean path above;
-        # on validation too (the same epoch's weights), to choose by.
-        from keras_attention.training.glimpse_paths import sampled_path_probabilities
-
-        for part, key, offset in (("validation", "validation_error_sampled",
-                                   20_000), ("test", "test_error_sampled",
-                                             10_000)):
-            probabilities = sampled_path_probabilities(
-                model, data[part].images, paths=args.sampled_paths,
-                seed=offset + seed)
-            row[key] = float(np.mean(
-                np.argmax(probabilities, -1) != data[part].labels))
-        row["sampled_paths"] = args.sampled_paths
+    row.update(state["test"] or {})
     if diagnosis:
         row["gradient_norms"] = diagnosis
     return row, model
@@ -425,7 +479,7 @@ def train_run(variant, seed, args, data):
 
 def fit_schedule(model, schedule, seconds_per_epoch, budget, done, args,
                  steps_per_epoch):
-    """With `--minutes`: end the cosine schedule at the last epoch the
+    """With `--budget-minutes`: end the cosine schedule at the last epoch the
     `budget` seconds left allow at `seconds_per_epoch` (at most
     `--epochs` in all), so the learning rate reaches its floor when the
     time runs out; the training step is traced again with it."""
@@ -433,7 +487,7 @@ def fit_schedule(model, schedule, seconds_per_epoch, budget, done, args,
         seconds_per_epoch, 1e-9)), 1))
     schedule.decay_steps = epochs * steps_per_epoch
     model.train_function = None  # compiled again with the new schedule
-    print(f"--minutes: the schedule ends at epoch {epochs} "
+    print(f"--budget-minutes: the schedule ends at epoch {epochs} "
           f"({seconds_per_epoch:.1f} s per epoch)", flush=True)
     return epochs
 
@@ -443,7 +497,9 @@ def summary(rows):
     test error over seeds, with the paper's figure. A RAM scored both
     ways also gets `scoring`, the one of the lower mean validation error
     (`"mean_path"` or `"sampled"`), and `scored_test_error_mean` and
-    `_std`, its test error by that scoring: what the claims compare."""
+    `_std`, its test error by that scoring: what the claims compare.
+    Unfinished runs (no test figure yet) are left out."""
+    rows = [row for row in rows if row.get("finished", True)]
     out = {}
     for variant in dict.fromkeys(row["variant"] for row in rows):
         errors = [row["test_error"] for row in rows
@@ -489,7 +545,7 @@ def exploration(rows):
     (nothing to choose)."""
     groups = {}
     for row in rows:
-        if "location_std" not in row:
+        if "location_std" not in row or not row.get("finished", True):
             continue
         key = (row["variant"], row["location_std"],
                row.get("first_glimpse", "centre"))
@@ -661,14 +717,17 @@ def main(argv=None):
         return row
 
     rows = harness.variant_seed_runs(
-        __file__, sys.argv[1:] if argv is None else list(argv), args, FLAGS,
-        train, also_strip={"--figure"})
+        __file__, harness.with_deadline(
+            sys.argv[1:] if argv is None else list(argv), args),
+        args, FLAGS | {"--resume"}, train, also_strip={"--figure"})
     all_rows = earlier + rows
     print(f"\n{'model':<42} {'seed':>4} {'test error':>10} {'paper':>7} "
           f"{'epoch':>5} {'ex/s':>7}")
     for row in rows:
         paper = PAPER.get(row["variant"])
-        print(f"{row['label']:<42} {row['seed']:>4} {row['test_error']:>10.2%}"
+        tested = ("—" if row["test_error"] is None
+                  else f"{row['test_error']:.2%}")
+        print(f"{row['label']:<42} {row['seed']:>4} {tested:>10}"
               f" {'' if paper is None else f'{paper:.2f}%':>7} "
               f"{row['best_epoch']:>5} {row['examples_per_second']:>7.0f}")
     print(f"{'most frequent class (no weights)':<42} {'':>4} {rule:>10.2%}")

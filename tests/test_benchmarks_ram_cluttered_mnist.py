@@ -160,17 +160,49 @@ def test_claims_and_the_rule(monkeypatch):
         "reproduced"] == "no"
 
 
-def test_minutes_stop_the_run_at_an_epochs_end(tmp_path, digits):
-    """`--minutes`: the run stops at the first epoch's end once the time is
-    spent (of 50 epochs asked)."""
+def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
+    """`--minutes` ends a piece at the first epoch's end (of 3 asked): no
+    test figure, nothing summarized; `--resume` goes on to the rule's
+    budget and tests once; `--budget-minutes` is the rule's own time
+    budget, which finishes (and tests) the run."""
+    common = ["--data", str(digits), "--epochs", "3", "--batch-size", "16",
+              "--validation", "20", "--test", "30", "--glimpse-size", "6",
+              "--variants", "ram4", "--sampled-paths", "2", "--save-dir",
+              str(tmp_path / "models"), "--checkpoint-dir",
+              str(tmp_path / "checkpoints")]
     _, record = run_benchmark(
-        "ram_cluttered_mnist.py", tmp_path / "results", "--data",
-        str(digits), "--epochs", "50", "--batch-size", "16", "--validation",
-        "20", "--test", "30", "--glimpse-size", "6", "--variants", "ram4",
-        "--sampled-paths", "0", "--minutes", "0.0001", "--save-dir",
-        str(tmp_path / "models"), timeout=600)
+        "ram_cluttered_mnist.py", tmp_path / "results", *common,
+        "--minutes", "0.0001", timeout=600)
     (row,) = record["rows"]
-    assert row["epochs"] == len(row["validation_curve"]) == 1
+    assert len(row["validation_curve"]) == 1 and not row["finished"]
+    assert row["test_error"] is None and "test_error_sampled" not in row
+    assert record["summary"] == {}
+    assert not (tmp_path / "models").exists()
+    stdout, record = run_benchmark(
+        "ram_cluttered_mnist.py", tmp_path / "results", *common, "--resume",
+        timeout=600)
+    assert "ram4 seed 0: resumed at epoch 1" in stdout
+    (row,) = record["rows"]
+    assert row["finished"] and row["stopped_by"] == "budget: 3 epochs"
+    assert len(row["validation_curve"]) == 3 and row["weights_sha256"]
+    assert 0 <= row["test_error"] <= 1 and row["sampled_paths"] == 2
+    assert record["summary"]["ram4"]["seeds"] == 1
+    # Resuming with other settings is one line.
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"),
+         *common[:-1], str(tmp_path / "checkpoints"), "--resume",
+         "--location-std", "0.2"], capture_output=True, text=True,
+        timeout=120)
+    assert result.returncode == 2 and "other settings" in result.stderr
+    _, record = run_benchmark(
+        "ram_cluttered_mnist.py", tmp_path / "timed", "--data", str(digits),
+        "--epochs", "50", "--batch-size", "16", "--validation", "20",
+        "--test", "30", "--glimpse-size", "6", "--variants", "conv",
+        "--budget-minutes", "0.0001", timeout=600)
+    (row,) = record["rows"]
+    assert row["finished"] and row["epochs"] == 1
+    assert row["stopped_by"] == "budget: 0.0001 minutes of training"
+    assert 0 <= row["test_error"] <= 1
 
 
 def test_fit_schedule_ends_the_cosine_when_the_time_runs_out():

@@ -159,7 +159,7 @@ def arguments(name, args, minutes, out):
         return common + ["--epochs", "1", "--batch-size", "16",
                          "--validation", "20", "--test", "30",
                          "--sampled-paths", "2", "--canvas-size", "40"]
-    return common + ["--epochs", "1000", "--minutes", f"{minutes:.3f}"]
+    return common + ["--epochs", "1000", "--budget-minutes", f"{minutes:.3f}"]
 
 
 RESULTS = {"babi": "babi_universal_transformer_10k_gpu.json",

@@ -52,6 +52,9 @@ class StoppingRule:
             epochs without a validation score better than the best by more
             than `min_delta`; None (the default) runs the whole budget.
         min_delta: a float >= 0, the least gain that counts as better.
+        minutes: with a float > 0, a time budget: the run also finishes at
+            the end of the first epoch by which it has trained that many
+            minutes in all (over every piece); None (the default) has none.
 
     Example:
 
@@ -62,24 +65,32 @@ class StoppingRule:
     True
     >>> StoppingRule(epochs=3).stopped_by([0.1, 0.2, 0.3])
     'budget: 3 epochs'
+    >>> StoppingRule(epochs=9, minutes=1.0).stopped_by([0.1], seconds=61.0)
+    'budget: 1 minutes of training'
     """
 
     epochs: int
     patience: int | None = None
     min_delta: float = 0.0
+    minutes: float | None = None
 
     def __post_init__(self):
         _validation.positive_int("epochs", self.epochs)
         if self.patience is not None:
             _validation.positive_int("patience", self.patience)
         _validation.non_negative_float("min_delta", self.min_delta)
+        if self.minutes is not None:
+            _validation.positive_float("minutes", self.minutes)
 
-    def stopped_by(self, curve, higher_is_better=True, first=0):
-        """Why a run with validation scores `curve` (one an epoch) is
-        finished, or None while it goes on. Epochs before `first` (0-based)
-        are not candidates for the best (see `train_run`'s `select_from`)."""
+    def stopped_by(self, curve, higher_is_better=True, first=0, seconds=0.0):
+        """Why a run with validation scores `curve` (one an epoch) and
+        `seconds` of training in all is finished, or None while it goes
+        on. Epochs before `first` (0-based) are not candidates for the
+        best (see `train_run`'s `select_from`)."""
         if len(curve) >= self.epochs:
             return f"budget: {self.epochs} epochs"
+        if self.minutes is not None and seconds >= 60.0 * self.minutes:
+            return f"budget: {self.minutes:g} minutes of training"
         if self.patience is None or len(curve) <= first:
             return None
         best = best_epoch(curve, higher_is_better, first, self.min_delta)
@@ -317,7 +328,7 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
                 improved = selection == "best"
                 best_weights = model.get_weights() if improved else None
         state["stopped_by"] = rule.stopped_by(
-            state["curve"], higher_is_better, select_from)
+            state["curve"], higher_is_better, select_from, state["seconds"])
         state["finished"] = state["stopped_by"] is not None
         if verbose:
             best = state["best"]

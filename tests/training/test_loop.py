@@ -63,11 +63,17 @@ def test_the_rule_budget_patience_and_warm_up():
     # Epochs before `first` (a warm-up) neither count as best nor wait.
     assert rule.stopped_by([0.9, 0.1, 0.2], first=1) is None
     assert best_epoch([0.9, 0.1, 0.2, 0.15], first=1) == 2
+    # A time budget counts the training of every piece.
+    timed = StoppingRule(10, minutes=2.0)
+    assert timed.stopped_by([0.1, 0.2], seconds=119.0) is None
+    assert timed.stopped_by([0.1, 0.2], seconds=120.0) == (
+        "budget: 2 minutes of training")
 
 
 @pytest.mark.parametrize("kwargs, message", [
     (dict(epochs=0), "epochs"), (dict(epochs=3, patience=0), "patience"),
-    (dict(epochs=3, min_delta=-1.0), "min_delta")])
+    (dict(epochs=3, min_delta=-1.0), "min_delta"),
+    (dict(epochs=3, minutes=0.0), "minutes")])
 def test_a_bad_rule_names_its_argument(kwargs, message):
     with pytest.raises(ValueError, match=message):
         StoppingRule(**kwargs)
@@ -109,6 +115,16 @@ def test_ties_are_broken_by_the_further_scores_and_last_selects_last():
     assert state["best"]["epoch"] == 3
     np.testing.assert_array_equal(net.get_weights()[0],
                                   recorder.weights[2][0])
+
+
+def test_a_time_budget_finishes_the_run_and_tests_it():
+    recorder = Recorder(scores=[0.1, 0.4, 0.3])
+    state = train_run(model(), epoch=recorder.epoch,
+                      validate=recorder.validate, test=recorder.test,
+                      rule=StoppingRule(3, minutes=1e-9), verbose=0)
+    assert state["epoch"] == 1 and state["finished"]
+    assert state["stopped_by"].endswith("minutes of training")
+    assert recorder.tests == 1
 
 
 def test_patience_finishes_the_run_early():
