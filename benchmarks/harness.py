@@ -340,6 +340,31 @@ def add_run_options(p, logs):
     p.add_argument("--results-name", default=None)
 
 
+def add_backend_option(p, default, backends=("tensorflow", "jax")):
+    """`--backend`: one of `backends`, else `$KERAS_BACKEND`, else
+    `default` (set by `choose_backend`)."""
+    p.add_argument("--backend", default=None, choices=backends,
+                   help=f"the Keras backend (default: $KERAS_BACKEND, else "
+                        f"{default}, the faster here)")
+    p.set_defaults(default_backend=default)
+
+
+def choose_backend(p, args):
+    """`--backend`, else `$KERAS_BACKEND`, else the system's default; set
+    before Keras is imported (a process that imported it already must
+    agree)."""
+    backend = args.backend or os.environ.get("KERAS_BACKEND") or (
+        args.default_backend)
+    if "keras" in sys.modules:
+        import keras
+
+        if keras.backend.backend() != backend:
+            p.error(f"--backend {backend}: Keras is already imported with "
+                    f"{keras.backend.backend()}")
+    os.environ["KERAS_BACKEND"] = backend
+    return backend
+
+
 def add_resume_options(p, checkpoints):
     """The options of a system whose runs go on over several pieces
     (the package's loop): `--minutes` (this piece's, a shared deadline

@@ -64,8 +64,6 @@ PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
 NAME = "image_transformer_mnist"
 SIDE = 28
 PIXELS = SIDE * SIDE
-BACKENDS = ("tensorflow", "jax")
-DEFAULT_BACKEND = "tensorflow"  # the faster on this CPU (see above)
 PAPER = [  # van den Oord et al. 2016, Table 4: test NLL, nats per image
     ("PixelCNN", 81.30),
     ("Row LSTM", 80.54),
@@ -92,9 +90,7 @@ def parser():
     p.add_argument("--variants", default="local_2d,full",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
-    p.add_argument("--backend", default=None, choices=BACKENDS,
-                   help=f"Keras backend (default: $KERAS_BACKEND, else "
-                        f"{DEFAULT_BACKEND}, the faster here)")
+    harness.add_backend_option(p, "tensorflow")
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=2e-3)
@@ -160,21 +156,6 @@ def run_settings(args):
             "binarize_seed": args.binarize_seed,
             "split_seed": args.split_seed, "validation": args.validation,
             "test": args.test}
-
-
-def choose_backend(p, args):
-    """`--backend`, else `$KERAS_BACKEND`, else TensorFlow; set before
-    Keras is imported (a process that imported it already must agree)."""
-    backend = args.backend or os.environ.get("KERAS_BACKEND") or (
-        DEFAULT_BACKEND)
-    if "keras" in sys.modules:
-        import keras
-
-        if keras.backend.backend() != backend:
-            p.error(f"--backend {backend}: Keras is already imported with "
-                    f"{keras.backend.backend()}")
-    os.environ["KERAS_BACKEND"] = backend
-    return backend
 
 
 def load(args, p):
@@ -413,9 +394,9 @@ def settings(args):
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
-    choose_backend(p, args)
     import harness
 
+    harness.choose_backend(p, args)
     data = load(args, p)
     name = args.results_name or NAME
     baselines = {

@@ -20,10 +20,14 @@ compiled step, no retracing; each epoch's last, partial batch is left
 out, a different one each epoch as the windows are reshuffled). Adam
 (β₂ 0.98, gradients clipped at norm 1), its rate `--learning-rate` times
 a linear warm-up over `--warmup` steps times a cosine from 1 to 0 over
-the budget (`--steps`, or `--minutes` of training; given both, training
-stops at the first reached and the cosine follows whichever is further
-on). The clock counts training steps (the first one's compilation
-included), not validation.
+the budget. The budget is the stopping rule (`--steps`, or
+`--budget-minutes` of training; given both, training stops at the first
+reached and the cosine follows whichever is further on); the package's
+loop (`keras_attention.training.train_run`) runs it, `--eval-every` steps
+at a time, so `--minutes` ends a piece of every run and `--resume`
+continues them from their checkpoints with the same data. The clock
+counts training steps (the first one's compilation included), not
+validation.
 
 Scoring (`chorales.negative_log_likelihood`, the same number the
 `keras-attention score-chorales` command prints for a saved model):
@@ -62,7 +66,7 @@ Run: `python benchmarks/music_transformer_jsb.py --data
 ../shared/data/jsb_chorales` (see the model's docs page for the commands
 behind its figures; `--preset paper` is the paper's size for a GPU,
 fixed-shape on JAX: `KERAS_BACKEND=jax python
-benchmarks/music_transformer_jsb.py --preset paper --minutes 8`).
+benchmarks/music_transformer_jsb.py --preset paper --budget-minutes 8`).
 """
 
 import argparse
@@ -137,12 +141,14 @@ def parser():
                    help="the defaults of the size and schedule options "
                         "below: cpu (fits 2 cores) or paper (the paper's "
                         "size, for a GPU)")
-    p.add_argument("--minutes", type=float, default=None,
-                   help="training minutes per run (default: 60 without "
-                        "--steps)")
     p.add_argument("--steps", type=int, default=None,
-                   help="training steps per run; the learning rate decays "
-                        "over these (else over the minutes)")
+                   help="the stopping rule: training steps per run; the "
+                        "learning rate decays over these")
+    p.add_argument("--budget-minutes", type=float, default=None,
+                   help="the stopping rule's time budget: training minutes "
+                        "per run, the learning rate decaying over whichever "
+                        "of the two is further on (default: 60 without "
+                        "--steps)")
     for name, kind in (("layers", int), ("hidden", int), ("heads", int),
                        ("ff", int), ("dropout", float),
                        ("max-relative", int), ("window", int),
@@ -190,6 +196,7 @@ def parser():
     import harness
 
     harness.add_results_arguments(p, "music_transformer_jsb")
+    harness.add_resume_options(p, "runs/jsb/checkpoints")
     return p
 
 
@@ -199,11 +206,12 @@ def finish_arguments(p, args):
     for key, value in PRESETS[args.preset].items():
         if getattr(args, key) is None:
             setattr(args, key, value)
-    if args.minutes is None and args.steps is None:
-        args.minutes = 60.0
+    if args.budget_minutes is None and args.steps is None:
+        args.budget_minutes = 60.0
     for flag in ("layers", "hidden", "heads", "ff", "max_relative",
-                 "window", "batch", "eval_every", "start_every", "minutes",
-                 "steps", "learning_rate", "threads", "parallel"):
+                 "window", "batch", "eval_every", "start_every",
+                 "budget_minutes", "steps", "learning_rate", "threads",
+                 "parallel"):
         value = getattr(args, flag)
         if value is not None and value <= 0:
             p.error(f"--{flag.replace('_', '-')} must be positive, "
@@ -225,7 +233,11 @@ def finish_arguments(p, args):
                 f"every half window), received: {args.start_every}")
     import harness
 
-    return harness.variants_and_seeds(p, args, VARIANTS)
+    harness.variants_and_seeds(p, args, VARIANTS)
+    return harness.finish_resume(p, args, {key: getattr(args, key) for key in (
+        "preset", "steps", "budget_minutes", "layers", "hidden", "heads",
+        "ff", "dropout", "max_relative", "window", "batch", "learning_rate",
+        "warmup", "start_every", "transpose", "eval_every", "precision")})
 
 
 """
@@ -262,71 +274,127 @@ def learning_rate(args, step, progress):
         1 + np.cos(np.pi * min(progress, 1.0)))
 
 
+class Batches:
+    """The training batches of a run, step by step: data epoch `k` is
+    `chorales.training_windows` drawn from the seeds `[seed, k]`, cut
+    into `--batch` windows (its last, partial batch left out), so the
+    batch of any step is known without replaying the run (a resumed run
+    goes on with the same data)."""
+
+    def __init__(self, chorales, args, seed):
+        self.chorales, self.args, self.seed = chorales, args, seed
+        self.epoch, self.first, self.rows = -1, 0, None
+
+    def _load(self, epoch):
+        from keras_attention.data import chorales as chorales_lib
+
+        rows = chorales_lib.training_windows(
+            self.chorales, self.args.window,
+            np.random.default_rng([self.seed, epoch]),
+            start_every=self.args.start_every,
+            transpose=self.args.transpose)
+        return rows[:len(rows) // self.args.batch * self.args.batch]
+
+    def at(self, step):
+        """`(data epoch, (batch, window + 1) rows)` of training step
+        `step`."""
+        if step < self.first or self.rows is None:
+            self.epoch, self.first, self.rows = 0, 0, self._load(0)
+        while step >= self.first + len(self.rows) // self.args.batch:
+            self.first += len(self.rows) // self.args.batch
+            self.epoch += 1
+            self.rows = self._load(self.epoch)
+        offset = (step - self.first) * self.args.batch
+        return self.epoch, self.rows[offset:offset + self.args.batch]
+
+
 def train_run(name, seed, args, data):
-    """Train one variant from one seed within the budget; returns the
-    model (with its best weights) and its row."""
+    """Train one variant from one seed with the package's loop
+    (`training.train_run`), an "epoch" of the loop being `--eval-every`
+    training steps and a validation: the rule (`--steps`,
+    `--budget-minutes`) finishes the run, the weights of the best
+    validation NLL are kept (the paper reports validation NLL; there is
+    no test split); `--minutes` ends a piece, `--resume` continues it.
+    Returns the model and its row."""
+    import json
+    import math
+
     import harness
     import keras
 
     from keras_attention.data import chorales as chorales_lib
+    from keras_attention.training import StoppingRule
+    from keras_attention.training import train_run as run_epochs
 
     keras.utils.set_random_seed(seed)
-    rng = np.random.default_rng(seed)
     model = build_model(name, args)
+    model(np.zeros((1, 8), "int32"))  # built, to restore into
     valid = data["valid"]
-    budget = 60 * args.minutes if args.minutes else float("inf")
-    steps_cap = args.steps or float("inf")
-    curve, best = [], (float("inf"), None, None)
-    trained, step, epochs, tokens = 0.0, 0, 0, 0
-    started = time.perf_counter()
+    budget = 60 * args.budget_minutes if args.budget_minutes else math.inf
+    steps_cap = args.steps or math.inf
+    checkpoint = harness.checkpoint_for(args, name, seed)
+    trained = 0.0  # training seconds over every piece (the clock)
+    if checkpoint is not None and (checkpoint / "state.json").is_file():
+        trained = sum(json.loads((checkpoint / "state.json").read_text())[
+            "counts"].get("train_seconds", []))
+    batches = Batches(data["train"], args, seed)
 
-    def progress():  # the fraction of the budget spent
-        return max(step / steps_cap, trained / budget)
-
-    def validate():
-        nonlocal best
-        nll = chorales_lib.negative_log_likelihood(model, valid, args.window)
-        curve.append([step, round(trained / 60, 3), nll])
-        if nll < best[0]:
-            best = (nll, step, model.get_weights())
-        print(f"  {name} seed {seed}: step {step}, {trained / 60:.1f} min, "
-              f"epoch {epochs}, valid NLL {nll:.4f}", flush=True)
-
-    done = False
-    while not done:
-        rows = chorales_lib.training_windows(
-            data["train"], args.window, rng, start_every=args.start_every,
-            transpose=args.transpose)
-        for first in range(0, len(rows) - args.batch + 1, args.batch):
-            batch = rows[first:first + args.batch]  # (B, W + 1)
+    def epoch(model, index, _):
+        nonlocal trained
+        step, seen, tokens, spent = index * args.eval_every, 0, 0, 0.0
+        data_epoch = max(batches.epoch, 0)
+        while seen < args.eval_every and step < steps_cap and (
+                trained < budget):
+            data_epoch, batch = batches.at(step)  # (B, W + 1)
             inputs, targets = batch[:, :-1], batch[:, 1:]
             weights = (targets != chorales_lib.PAD_ID).astype("float32")
             began = time.perf_counter()  # the clock counts training only
-            model.optimizer.learning_rate.assign(
-                learning_rate(args, step, progress()))
+            model.optimizer.learning_rate.assign(learning_rate(
+                args, step, max(step / steps_cap, trained / budget)))
             model.train_on_batch(inputs, targets, sample_weight=weights)
-            trained += time.perf_counter() - began
-            step += 1
-            tokens += int(weights.sum())
-            done = step >= steps_cap or trained >= budget
-            if done or step % args.eval_every == 0:
-                validate()
-            if done:
-                break
-        epochs += 1
-    nll, best_step, weights = best
-    model.set_weights(weights)
-    machine = harness.machine()
+            took = time.perf_counter() - began
+            trained, spent = trained + took, spent + took
+            step, seen, tokens = step + 1, seen + 1, tokens + int(
+                weights.sum())
+        return {"steps": seen, "tokens": tokens, "train_seconds": [spent],
+                "points": [[step, round(trained / 60, 3), data_epoch + 1]]}
+
+    def validate(model):
+        nll = chorales_lib.negative_log_likelihood(model, valid, args.window)
+        print(f"  {name} seed {seed}: {trained / 60:.1f} min, valid NLL "
+              f"{nll:.4f}", flush=True)
+        return nll
+
+    rule = StoppingRule(
+        math.ceil(steps_cap / args.eval_every) if args.steps else 10**9,
+        minutes=args.budget_minutes)
+    state = run_epochs(model, epoch=epoch, validate=validate, rule=rule,
+                       higher_is_better=False, directory=checkpoint,
+                       seed=seed, verbose=0,
+                       seconds=harness.piece_seconds(args))
+    if not state["finished"]:
+        print(f"  {name} seed {seed}: stopped at step "
+              f"{state['counts']['steps']} by --minutes; --resume "
+              "continues it", flush=True)
+    counts, machine = state["counts"], harness.machine()
+    curve = [[step, minutes, nll] for (step, minutes, _), nll in zip(
+        counts["points"], state["curve"])]
     row = {
         "variant": name, "seed": seed, "weights": model.count_params(),
-        "steps": step, "epochs": epochs, "training_tokens": tokens,
-        "tokens_per_second": round(tokens / trained, 1),
+        "steps": counts["steps"], "epochs": counts["points"][-1][2],
+        "training_tokens": counts["tokens"],
+        "tokens_per_second": round(counts["tokens"] / trained, 1),
         "training_minutes": round(trained / 60, 3),
-        "wall_minutes": round((time.perf_counter() - started) / 60, 3),
-        "best_nll": nll, "best_step": best_step, "last_nll": curve[-1][2],
-        "valid_curve": curve, "cpu": machine["cpu"],
+        "wall_minutes": round(sum(piece["minutes"]
+                                  for piece in state["pieces"]), 3),
+        "best_nll": state["best"]["score"][0],
+        "best_step": curve[state["best"]["epoch"] - 1][0],
+        "last_nll": curve[-1][2], "valid_curve": curve, "cpu": machine["cpu"],
         "backend": machine["backend"], "device": machine["device"],
         "precision": keras.config.dtype_policy().name,
+        # False: a piece ended by --minutes; the summary leaves it out
+        # until --resume finishes it.
+        "finished": state["finished"], "stopped_by": state["stopped_by"],
     }
     return model, row
 
@@ -434,9 +502,11 @@ def write_samples(model, row, args, data):
 
 def summary(rows):
     """Per variant: runs, mean and spread of the best NLL, steps,
-    tokens/s."""
+    tokens/s; unfinished runs are left out."""
     by_variant = {}
     for row in rows:
+        if not row.get("finished", True):
+            continue
         by_variant.setdefault(row["variant"], []).append(row)
     table = []
     for variant, runs in by_variant.items():
@@ -518,8 +588,8 @@ def main(argv=None):
     print(f"repeat rule: valid NLL {rule['nll']:.4f} (repeat probability "
           f"{rate:.4f})", flush=True)
     budget = (f"{args.steps} steps" if args.steps else "") + (
-        f"{' or ' if args.steps else ''}{args.minutes:g} min"
-        if args.minutes else "")
+        f"{' or ' if args.steps else ''}{args.budget_minutes:g} min"
+        if args.budget_minutes else "")
     rows, models, saved = [], {}, {}
     earlier, commands = harness.earlier_results(
         args.results_name or "music_transformer_jsb", args.results_dir,
@@ -531,15 +601,17 @@ def main(argv=None):
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
     if args.parallel > 1 and len(jobs) > 1:
-        rows = run_parallel(args, sys.argv[1:] if argv is None else argv,
-                            jobs)
+        rows = run_parallel(args, harness.with_deadline(
+            sys.argv[1:] if argv is None else list(argv), args), jobs)
         saved = {f"{row['variant']}_seed{row['seed']}": str(
             pathlib.Path(args.save_dir)
-            / f"{row['variant']}_seed{row['seed']}.keras") for row in rows}
+            / f"{row['variant']}_seed{row['seed']}.keras") for row in rows
+            if row["finished"]}
     for variant, seed in ([] if rows else jobs):
         print(f"{variant}, seed {seed}: training for {budget}", flush=True)
         model, row = train_run(variant, seed, args, data)
-        saved[f"{variant}_seed{seed}"] = save_run(model, row, args)
+        if row["finished"]:
+            saved[f"{variant}_seed{seed}"] = save_run(model, row, args)
         rows.append(row)
         models[(variant, seed)] = model
         harness.write_results(
@@ -549,9 +621,10 @@ def main(argv=None):
             saved=saved, commands=commands + [harness.command_line()],
             complete=len(rows) == len(jobs))
     print_table(rows, rule, args)
-    best = min(rows, key=lambda row: row["best_nll"])
+    finished = [row for row in rows if row["finished"]]
     samples = None
-    if not args.no_samples:
+    if not args.no_samples and finished:
+        best = min(finished, key=lambda row: row["best_nll"])
         model = models.get((best["variant"], best["seed"]))
         if model is None:  # trained in another process
             import keras_attention.models  # noqa: F401  (registers them)
@@ -564,7 +637,8 @@ def main(argv=None):
         summary=summary(earlier + rows), repeat_rule=rule,
         paper=[list(line) for line in PAPER_TABLE], settings=settings,
         saved=saved, samples=samples,
-        commands=commands + [harness.command_line()], complete=True)
+        commands=commands + [harness.command_line()],
+        complete=len(finished) == len(rows))
     return rows
 
 

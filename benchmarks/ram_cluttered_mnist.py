@@ -34,10 +34,12 @@ Adam and a cosine-decayed learning rate (the paper: SGD with momentum and
 a linear decay) for `--epochs`. The rule with no weights is "always the
 most frequent training class".
 
-Run: `KERAS_BACKEND=jax python benchmarks/ram_cluttered_mnist.py
-[--variants ram4,ram6,ram8,conv] [--seeds 0,1,2] [--epochs E]
-[--parallel 2]`; `--diagnose` prints the gradient norms of each loss term
-at the core (JAX).
+Run: `python benchmarks/ram_cluttered_mnist.py [--variants
+ram4,ram6,ram8,conv] [--seeds 0,1,2] [--epochs E] [--parallel 2]` (JAX by
+default, `--backend` or `$KERAS_BACKEND` for another); `--minutes` ends a
+piece of every run, `--resume` continues them from their checkpoints;
+`--diagnose` prints the gradient norms of each loss term at the core
+(JAX).
 """
 
 import argparse
@@ -97,6 +99,7 @@ def parser():
     p.add_argument("--variants", default="ram4,ram6,ram8,conv",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
+    harness.add_backend_option(p, "jax")
     p.add_argument("--epochs", type=int, default=100,
                    help="the stopping rule's budget, and the cosine "
                         "schedule's length")
@@ -683,6 +686,8 @@ def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
     import harness
+
+    harness.choose_backend(p, args)
 
     if args.rewrite:
         return rewrite(args, p)

@@ -205,3 +205,39 @@ def test_parallel_runs_each_job_in_its_own_process(tmp_path):
     assert sorted(path.name for path in saved.glob("*.log")) == [
         "absolute_seed0.log", "absolute_seed1.log"]
     assert (saved / "absolute_seed1.keras").is_file()
+
+
+def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
+    """`--minutes` ends a piece after its first validation (no model
+    saved, nothing summarized); `--resume` goes on to the rule's
+    `--steps` with the same batches and schedule: the validation curve
+    of the uninterrupted run."""
+    _made_up(tmp_path / "chorales.json.gz")
+    tiny = ["--data", str(tmp_path / "chorales.json.gz"), "--steps", "4",
+            "--eval-every", "2", "--layers", "1", "--hidden", "16",
+            "--heads", "2", "--ff", "32", "--window", "32", "--start-every",
+            "16", "--batch", "4", "--max-relative", "8", "--warmup", "1",
+            "--dropout", "0", "--no-samples", "--variants", "relative"]
+    _, whole = run_benchmark(
+        "music_transformer_jsb.py", tmp_path / "whole", *tiny, "--save-dir",
+        str(tmp_path / "whole_models"), timeout=600)
+    pieces = [*tiny, "--save-dir", str(tmp_path / "models"),
+              "--checkpoint-dir", str(tmp_path / "checkpoints")]
+    _, cut = run_benchmark("music_transformer_jsb.py", tmp_path / "cut",
+                           *pieces, "--minutes", "0.0001", timeout=600)
+    (row,) = cut["rows"]
+    assert not row["finished"] and [p[0] for p in row["valid_curve"]] == [2]
+    assert cut["summary"] == [] and cut["complete"] is False
+    assert not (tmp_path / "models" / "relative_seed0.keras").exists()
+    stdout, cut = run_benchmark("music_transformer_jsb.py", tmp_path / "cut",
+                                *pieces, "--resume", timeout=600)
+    assert "relative seed 0: resumed at epoch 1" in stdout
+    (row,) = cut["rows"]
+    (expected,) = whole["rows"]
+    assert row["finished"] and row["stopped_by"] == "budget: 2 epochs"
+    assert row["steps"] == expected["steps"] == 4
+    assert row["training_tokens"] == expected["training_tokens"]
+    np.testing.assert_allclose([p[2] for p in row["valid_curve"]],
+                               [p[2] for p in expected["valid_curve"]],
+                               rtol=1e-5)
+    assert (tmp_path / "models" / "relative_seed0.keras").is_file()

@@ -149,7 +149,7 @@ def arguments(name, args, minutes, out):
                              "--eval-every", "4"]
         return common + ["--preset", "paper", "--precision", "auto",
                          "--eval-every", "1000",
-                         "--minutes", f"{minutes:.3f}"]
+                         "--budget-minutes", f"{minutes:.3f}"]
     common = ["benchmarks/ram_cluttered_mnist.py", "--variants", "ram6",
               "--seeds", seed, "--data", str(data / "mnist10k"),
               "--save-dir", str(scratch / "ram"),
