@@ -113,7 +113,7 @@ bench-translator: $(STAMP)
 # a machine with one GPU, JAX and Keras, and no TensorFlow needed, at most
 # GPU_MINUTES (default 7) of wall time; results into OUT (else runs/gpu).
 # bench-gpu-prepare (here, with a network) fetches the wheels and copies
-# the data that travel to a lent GPU machine with no network.
+# the data that travel to a GPU machine with no network.
 GPU_MINUTES ?= 7
 bench-gpu:
 	MINUTES=$(GPU_MINUTES) bash benchmarks/gpu/run.sh run

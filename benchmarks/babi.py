@@ -276,7 +276,8 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
 
     state = train_run(
         model, epoch=epoch, validate=validate, test=test,
-        rule=StoppingRule(args.epochs, patience=args.patience),
+        rule=StoppingRule(args.epochs, patience=args.patience,
+                          minutes=args.budget_minutes),
         selection="last" if args.epoch_selection == "last" else "best",
         select_from=args.linear_epochs if linear else 0,
         directory=checkpoint, seconds=seconds_left, seed=seed,
@@ -707,6 +708,10 @@ def parser():
                    help="the stopping rule's patience: a run also finishes "
                         "after this many epochs without a better validation "
                         "accuracy (default: none, all --epochs)")
+    p.add_argument("--budget-minutes", type=float, default=None,
+                   help="the stopping rule's time budget: a run also "
+                        "finishes after this many minutes of training over "
+                        "all its pieces (default: none)")
     p.add_argument("--minutes", type=float, default=30.0,
                    help="the most minutes of training per model in this "
                         "invocation (--resume continues it)")
@@ -844,8 +849,9 @@ def finish_arguments(p, args):
             setattr(args, name, value)
     for name in ("seeds", "epochs", "memory_size", "batch_size", "hidden",
                  "heads", "ff", "steps", "embedding_dim", "hops",
-                 "decay_every") + (("patience",) if args.patience is not None
-                                   else ()):
+                 "decay_every") + tuple(
+                     name for name in ("patience", "budget_minutes")
+                     if getattr(args, name) is not None):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be positive, "
                     f"received: {getattr(args, name)!r}")

@@ -40,8 +40,8 @@ picks another. Counted in CPU seconds, TensorFlow trains 57-74 digits/s
 local and 30 full on a core: about 100-120 s for an epoch of the 7,000
 training digits with local attention, 230 s with full, so the default 15
 epochs take a run of local attention about 25-30 minutes on a free core
-and one of full attention about an hour: longer than a session for the
-six runs, so `--checkpoint-dir` saves each run after every epoch,
+and one of full attention about an hour: to split the six runs' time
+into shorter sittings, `--checkpoint-dir` saves each run after every epoch,
 `--minutes` stops them all by a shared deadline and `--resume` goes on
 where each stopped.
 

@@ -157,7 +157,8 @@ def main():
                         help="timed runs of each (default: 20; 3 quick)")
     parser.add_argument("--shapes", nargs="+", default=None,
                         metavar="B,T,D,N",
-                        help="shapes to measure (default: the issue's two)")
+                        help="shapes to measure (default: the two of the "
+                             "docs' tables)")
     parser.add_argument("--precisions", nargs="+",
                         default=["float32", "mixed_bfloat16"])
     parser.add_argument("--device", choices=["cpu", "gpu"], default=None,

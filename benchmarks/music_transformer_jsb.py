@@ -77,8 +77,8 @@ import sys
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-# The repository, for a machine where the package is not installed (a lent
-# GPU runs the script from a copy of the working tree).
+# The repository, for a machine where the package is not installed (the
+# GPU run, benchmarks/gpu/run.py, runs it from a copy of the working tree).
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
 import numpy as np  # noqa: E402

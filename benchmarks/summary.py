@@ -511,9 +511,11 @@ def _ram(record):
         if explored:
             setting = (f"{row['location_std']}, {row['first_glimpse']} | "
                        if "location_std" in row else "— | ")
+        tested = ("— (unfinished)" if row["test_error"] is None
+                  else f"{row['test_error']:.2%}")
         lines.append(
             f"| `{row['variant']}` | {row['seed']} | "
-            f"{row['test_error']:.2%} | {by_samples}{validation} "
+            f"{tested} | {by_samples}{validation} "
             f"({row['best_epoch']}) | {setting}{row['epochs']} | "
             f"{row['train_seconds'] / 60:.1f} | "
             f"{row['examples_per_second']:,.0f} | {row['parameters']:,} |")

@@ -559,7 +559,7 @@ def test_the_pages_exploration_gradient_and_time_figures_are_the_results_files(
 
 def test_the_900_epoch_section_states_its_results_files_figures(
         monkeypatch):
-    """The page's 900-epoch section: the issue's target (6 glimpses at or
+    """The page's 900-epoch section: the target (6 glimpses at or
     below 7% test error, below the CNN by more than the spread) judged
     from the file's summary, seed by seed, the 300-epoch figures beside
     them, the best epochs and the told glimpse's bound."""
@@ -582,8 +582,8 @@ def test_the_900_epoch_section_states_its_results_files_figures(
     ram, conv = found["ram6"], found["conv"]
     assert ram["scoring"] == "sampled" and ram["seeds"] == conv["seeds"] == 3
     reached = ram["scored_test_error_mean"] <= 0.07
-    assert ("**The issue's target is reached at 900 epochs:**" if reached
-            else "**The issue's target is not reached at 900 epochs:**"
+    assert ("**The target is reached at 900 epochs:**" if reached
+            else "**The target is not reached at 900 epochs:**"
             ) in page
     assert (f"**{ram['scored_test_error_mean']:.2%} ± "
             f"{100 * ram['scored_test_error_std']:.2f}**") in page

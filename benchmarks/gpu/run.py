@@ -1,9 +1,10 @@
-"""The reproductions 2 CPU cores cannot reach, in one run on a lent GPU.
+"""The reproductions 2 CPU cores cannot reach, in one run on one GPU with JAX.
 
-A lent GPU machine (one H100 or H200 with JAX and PyTorch, no TensorFlow,
-no network) gives a session about 15 minutes, its start included. This
-driver spends at most `--minutes` (default 7; the issue allows 9) of wall
-time on three reproductions, one after another, each in its own process on
+It needs a machine with one GPU (an H100 or H200 here) and JAX; neither
+TensorFlow nor a network is needed. This driver spends at most
+`--minutes` of wall time (default 7, so that the whole run, the machine's
+start included, fits in about 15 minutes; at most 9 still does) on three
+reproductions, one after another, each in its own process on
 the JAX backend and through `without_tensorflow.py`, so a path that would
 import TensorFlow fails here on the CPU smoke run first:
 
@@ -16,7 +17,8 @@ import TensorFlow fails here on the CPU smoke run first:
    (`benchmarks/music_transformer_jsb.py --preset paper`: 5 layers, 512
    hidden, relative attention, voice labels), scored on `valid`; its model
    is saved without optimizer state and cut into pieces under 16 MiB
-   (`MODEL.keras.part-N`; `cat` them back, in order) so `keras-attention
+   (`MODEL.keras.part-N`, so that a transfer with a per-file size limit
+   carries it; `cat` them back, in order) so `keras-attention
    score-chorales` can score any split later;
 3. `ram`: the recurrent attention model, 6 glimpses, on 60x60 cluttered
    MNIST (`benchmarks/ram_cluttered_mnist.py`), as many epochs as its share
@@ -26,17 +28,19 @@ Shares: each run gets the minutes left times its weight over the weights
 of the runs left (babi 0.3, music 0.45, ram 0.25), less its start-up
 (import, compilation and final scoring), so time a run does not use passes
 to the next, and a run that fails early leaves its minutes to the others.
-Each run stops itself at its share (`--minutes` of each benchmark) and is
-killed 60 s after it, so a partial result still lands (the bAbI file
-is rewritten every epoch); a run left less than 30 s is skipped. Every results file
+Each run stops itself at its share (`--budget-minutes` of each benchmark,
+the time budget of its stopping rule) and is killed 60 s after it, so a
+partial result still lands (the bAbI file is rewritten every epoch); a
+run left less than 30 s is skipped. Every results file
 is written to `--out` and gains a `gpu_run` record: the share, the wall
 seconds, the return code, and the TensorFlow modules loaded (none).
 
     python benchmarks/gpu/run.py --out DIR                # on the GPU
     python benchmarks/gpu/run.py --out DIR --smoke        # CPU, tiny sizes
 
-`benchmarks/gpu/run.sh` prepares the wheels and data on this machine and
-runs this on the GPU machine (`make bench-gpu` prints the command).
+`benchmarks/gpu/run.sh` prepares the wheels and data on a machine with a
+network and runs this on the GPU machine (`make bench-gpu` prints the
+command).
 """
 
 import argparse
@@ -133,7 +137,8 @@ def arguments(name, args, minutes, out):
                              "16", "--ff", "32", "--heads", "2", "--steps",
                              "2", "--minutes", "1"]
         return common + ["--tasks", ",".join(map(str, args.task_list)),
-                         "--epochs", "700", "--minutes", f"{minutes:.3f}"]
+                         "--epochs", "700",
+                         "--budget-minutes", f"{minutes:.3f}"]
     if name == "music":
         common = ["benchmarks/music_transformer_jsb.py", "--backend", "jax",
                   "--data", str(data / "jsb_chorales"), "--seeds", seed,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The prepared GPU run (benchmarks/gpu/run.py): the Universal Transformer
 # on bAbI 10k, the Music Transformer at the paper's size on JSB and the
-# recurrent attention model, on one lent GPU with JAX, in at most
+# recurrent attention model, on one GPU with JAX, in at most
 # $MINUTES (default 7) minutes of wall time.
 #
 #   bash benchmarks/gpu/run.sh prepare   # here, once (network)

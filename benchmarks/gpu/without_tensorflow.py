@@ -1,6 +1,6 @@
 """Run a Python script as the GPU machine runs it: with no TensorFlow.
 
-The lent GPU machine has JAX and PyTorch but no TensorFlow, so every
+A GPU machine may have JAX and PyTorch but no TensorFlow, so every
 benchmark `benchmarks/gpu/run.py` starts goes through this runner, here as
 there: an import of `tensorflow` (or of the packages built on it) fails as
 it fails where it is not installed, so a code path that needs TensorFlow
