@@ -14,6 +14,11 @@ import statistics
 import sys
 
 HERE = pathlib.Path(__file__).parent
+if str(HERE.parent) not in sys.path:  # the repository, for reproductions/
+    sys.path.insert(0, str(HERE.parent))
+
+from reproductions import render as tables  # noqa: E402
+
 RESULTS = HERE / "results"
 OUTPUT = HERE / "RESULTS.md"
 
@@ -416,124 +421,6 @@ def _babi(record):
     return lines or _generic(record)
 
 
-def _music(record):
-    """The Music Transformer on JSB (benchmarks/music_transformer_jsb.py):
-    each run's best validation NLL, then each variant's mean and spread
-    over seeds, beside the rule with no weights and the paper's Table
-    2."""
-    rows = record["rows"]
-    lines = _commands(record)
-    lines += ["| variant | seed | weights | steps | training min | tokens/s "
-             "| best valid NLL (at step) | last |",
-             "|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        lines.append(
-            f"| {row['variant']} | {row.get('seed', 0)} | "
-            f"{row['weights']:,} | {row['steps']:,} | "
-            f"{row['training_minutes']:.1f} | "
-            f"{row.get('tokens_per_second', 0):,.0f} | "
-            f"{row['best_nll']:.4f} ({row.get('best_step', '—')}) | "
-            f"{row['last_nll']:.4f} |")
-    lines += ["", "| variant | runs | mean valid NLL | spread (s.d.) | "
-              "range |", "|---|---|---|---|---|"]
-    for line in record.get("summary", []):
-        lines.append(
-            f"| {line['variant']} | {line['runs']} | "
-            f"**{line['mean_nll']:.4f}** | "
-            + (f"±{line['std_nll']:.4f} | {line['min_nll']:.4f}–"
-               f"{line['max_nll']:.4f} |" if line["runs"] > 1
-               else "— | — |"))
-    rule = record.get("repeat_rule")
-    if rule:
-        lines += ["", f"The rule with no weights (each voice repeats its "
-                  f"previous step with probability "
-                  f"{rule['repeat_probability']:.3f}, the training "
-                  f"chorales' rate, else any other token): "
-                  f"**{rule['nll']:.4f}** nats per token."]
-    if record.get("paper"):
-        lines += ["", "Huang et al. 2019, Table 2 (note-wise validation "
-                  "NLL): " + "; ".join(f"{label} {value}"
-                                       for label, value in record["paper"])
-                  + "."]
-    return lines
-
-
-def _ram(record):
-    """The recurrent attention model on cluttered digits
-    (benchmarks/ram_cluttered_mnist.py): each variant's mean test error
-    and spread over seeds beside Mnih et al.'s Table 2, then every run."""
-    rows = record["rows"]
-    lines = _commands(record)
-    summary = record.get("summary", {})
-    sampled = any("test_error_sampled_mean" in line
-                  for line in summary.values())
-    lines += ["| model | seeds | test error (mean path) | spread (s.d.) | "
-              + ("by sampled paths | scored by (on validation) | "
-                 if sampled else "") + "Mnih et al. 2014 |",
-              "|---|---|---|---|" + ("---|---|" if sampled else "")
-              + "---|"]
-    for variant, line in summary.items():
-        paper = line.get("paper_test_error")
-        cells = ""
-        if sampled:
-            cells = (f"{line['test_error_sampled_mean']:.2%} "
-                     f"±{line['test_error_sampled_std']:.2%} | "
-                     if "test_error_sampled_mean" in line else "— | ")
-            cells += ("sampled paths" if line.get("scoring") == "sampled"
-                      else "mean path") + " | "
-        lines.append(
-            f"| {line['label']} (`{variant}`) | {line['seeds']} | "
-            f"**{line['test_error_mean']:.2%}** | "
-            + _plus_minus(line["test_error_std"], line["seeds"], ".2%")
-            + f" | {cells}{'—' if paper is None else f'{paper:.2%}'} |")
-    rule = record.get("majority_rule_test_error")
-    if rule is not None:
-        lines.append(f"| the most frequent training class (no weights) | "
-                     f"— | {rule:.2%} | — | " + ("— | — | " if sampled
-                                                  else "") + "— |")
-    explored = any("location_std" in row for row in rows)
-    lines += ["", "| model | seed | test error | "
-              + ("by sampled paths | " if sampled else "")
-              + "best validation error (epoch) | "
-              + ("σ, first glimpse | " if explored else "")
-              + "epochs | training min | examples/s | weights |",
-              "|---|---|---|" + ("---|" if sampled else "") + "---|"
-              + ("---|" if explored else "") + "---|---|---|---|"]
-    for row in rows:
-        by_samples = ""
-        if sampled:
-            by_samples = (f"{row['test_error_sampled']:.2%} | "
-                          if "test_error_sampled" in row else "— | ")
-        validation = f"{row['validation_error']:.2%}"
-        if "validation_error_sampled" in row:
-            validation += f" / {row['validation_error_sampled']:.2%} sampled"
-        setting = ""
-        if explored:
-            setting = (f"{row['location_std']}, {row['first_glimpse']} | "
-                       if "location_std" in row else "— | ")
-        tested = ("— (unfinished)" if row["test_error"] is None
-                  else f"{row['test_error']:.2%}")
-        lines.append(
-            f"| `{row['variant']}` | {row['seed']} | "
-            f"{tested} | {by_samples}{validation} "
-            f"({row['best_epoch']}) | {setting}{row['epochs']} | "
-            f"{row['train_seconds'] / 60:.1f} | "
-            f"{row['examples_per_second']:,.0f} | {row['parameters']:,} |")
-    chosen = record.get("exploration", {}).get("chosen", {})
-    for variant, line in chosen.items():
-        lines += ["", f"Chosen on validation for `{variant}`: σ "
-                  f"{line['location_std']}, first glimpse "
-                  f"{line['first_glimpse']} (validation error "
-                  f"{line['best_validation_error']:.2%})."]
-    data = record.get("data", {})
-    if data:
-        lines += ["", f"Data: {data.get('source', '')}; digits "
-                  + ", ".join(f"{count:,} {split}" for split, count
-                              in data.get("digits", {}).items())
-                  + f"; split seed {data.get('split_seed')}."]
-    return lines
-
-
 def _captioner(record):
     """Soft against hard attention on captioned digit scenes
     (benchmarks/captioner_hard_soft.py): each variant's mean test BLEU-4
@@ -715,76 +602,6 @@ def _block_verdict(verdict):
                f"not shown at p < {verdict['level']:g}."))
 
 
-def _sagan_digits(record):
-    """The SAGAN example over seeds (benchmarks/sagan_digits.py): each
-    variant's distance (mean, spread, median), the floor, the rank test,
-    then every run with its γ."""
-    rows, summary = record["rows"], record.get("summary", {})
-    lines = _commands(record)
-    lines += ["| variant | seeds | Fréchet distance (mean) | spread (s.d.) "
-              "| median | per seed | s a GAN |", "|---|---|---|---|---|---|---|"]
-    for variant in ("plain", "attention"):
-        line = summary.get(variant)
-        if not line:
-            continue
-        each = ", ".join(f"{row['frechet_distance']:.2f}" for row in rows
-                         if row["variant"] == variant)
-        lines.append(
-            f"| {line['label']} | {line['seeds']} | "
-            f"**{line['frechet_distance_mean']:.2f}** | "
-            + _plus_minus(line["frechet_distance_std"], line["seeds"], ".2f")
-            + f" | {line['frechet_distance_median']:.2f} | {each} | "
-            f"{line['seconds_mean']:.0f} |")
-    for row in rows:
-        if row["variant"] == "floor":
-            lines.append(f"| {row['label']} | — | {row['frechet_distance']:.2f}"
-                         " | — | — | — | — |")
-            lines += ["", f"The judge's classifier scores "
-                      f"{row['classifier_accuracy']:.1%} on the "
-                      f"{record.get('data', {}).get('held_out', '')} "
-                      "held-out digits."]
-    if "verdict" in summary:
-        lines += ["", _block_verdict(summary["verdict"])]
-    gammas = [row for row in rows if "gamma_generator" in row]
-    if gammas:
-        lines += ["", "| seed | γ of the generator's block | γ of the "
-                  "discriminator's |", "|---|---|---|"]
-        lines += [f"| {row['seed']} | {row['gamma_generator']:+.3f} | "
-                  f"{row['gamma_discriminator']:+.3f} |" for row in gammas]
-    return lines
-
-
-def _recurrent_attention_digits(record):
-    """The recurrent attention example over seeds
-    (benchmarks/recurrent_attention_digits.py): each model and setting's
-    held-out accuracy (mean, spread, each seed), weights and seconds."""
-    lines = _commands(record)
-    lines += ["| model | σ | learning rate | epochs | seeds | held-out "
-              "accuracy (mean) | spread (s.d.) | per seed | weights | s |",
-              "|---|---|---|---|---|---|---|---|---|---|"]
-    weights = {row["variant"]: row.get("parameters") for row in record["rows"]}
-    for line in record.get("summary", {}).values():
-        seconds = line.get("seconds_mean")
-        count = weights.get(line["variant"])
-        lines.append(
-            f"| {line['label']} (`{line['variant']}`) | "
-            f"{line['location_std']:g} | {line['learning_rate']:g} | "
-            f"{line['epochs']} | {len(line['seeds'])} | "
-            f"**{line['test_accuracy_mean']:.1%}** | "
-            + _plus_minus(line["test_accuracy_std"], len(line["seeds"]),
-                          ".1%")
-            + " | " + ", ".join(f"{value:.1%}"
-                                for value in line["test_accuracy"])
-            + f" | {'—' if count is None else f'{count:,}'} | "
-            f"{'—' if seconds is None else f'{seconds:.0f}'} |")
-    data = record.get("data", {})
-    if data:
-        lines += ["", f"Data: {data.get('source', '')}; "
-                  f"{data.get('train'):,} training and {data.get('test'):,} "
-                  "held-out canvases a seed."]
-    return lines
-
-
 def _show_attend_tell_digits(record):
     """The Show, Attend and Tell example over seeds
     (benchmarks/show_attend_tell_digits.py): each attention and λ's
@@ -925,44 +742,6 @@ def _image_transformer(record):
     return lines
 
 
-def _image_transformer_digits(record):
-    """The Image Transformer example over seeds on 8x8 digits
-    (benchmarks/image_transformer_digits.py): each model's mean held-out
-    bits/dim and spread, local against full, then every run."""
-    lines = _commands(record)
-    lines += ["| model | seeds | held-out bits/dim (mean) | spread (s.d.) "
-              "| training s |", "|---|---|---|---|---|"]
-    for variant, line in record.get("summary", {}).items():
-        seconds = line.get("train_seconds_mean")
-        lines.append(
-            f"| {line['label']} (`{variant}`) | {line['seeds']} | "
-            f"**{line['test_bits_per_dim_mean']:.3f}** | "
-            + _plus_minus(line["test_bits_per_dim_std"], line["seeds"], ".3f")
-            + f" | {'—' if seconds is None else f'{seconds:.0f}'} |")
-    found = record.get("comparison")
-    if found:
-        lines += ["", _local_against_full(found, "held-out bits/dim",
-                                          "bits/dim", 3)]
-    lines += ["", "| model | seed | held-out bits/dim | training bits/dim "
-              "| epochs | training s | cached = uncached samples |",
-              "|---|---|---|---|---|---|---|"]
-    for row in record["rows"]:
-        trained = "train_seconds" in row
-        lines.append(
-            f"| `{row['variant']}` | {row['seed']} | "
-            f"{row['test_bits_per_dim']:.3f} | "
-            + (f"{row['train_bits_per_dim']:.3f} | {row['epochs']} | "
-               f"{row['train_seconds']:.0f} | "
-               f"{'yes' if row['cached_equals_uncached'] else 'NO'} |"
-               if trained else "— | — | — | — |"))
-    data = record.get("data", {})
-    if data:
-        lines += ["", f"Data: {data.get('source', '')}; "
-                  f"{data.get('train')} training digits, the last "
-                  f"{data.get('test')} held out."]
-    return lines
-
-
 def _mean_or_dash(values):
     """The mean of the values that are numbers (not None or NaN), or —
     (a bAbI task with no sentence of that kind)."""
@@ -1058,7 +837,10 @@ def render(record, stem=None):
              "",
              f"`{record['command']}`, {record['when']}.", "", where, ""]
     first = record["rows"][0] if record["rows"] else {}
-    if record["benchmark"].startswith("layers"):
+    found = tables.render(record) if record["rows"] else None
+    if found is not None:  # by its table specs, reproductions/tables.json
+        lines += found
+    elif record["benchmark"].startswith("layers"):
         lines += _layers(record)
     elif "section" in first and "gflop_per_s" in first:
         lines += _scaling(record)
@@ -1070,26 +852,13 @@ def render(record, stem=None):
         lines += _long_range(record)
     elif record["benchmark"].startswith("babi"):
         lines += _babi(record)
-    elif (record["benchmark"].startswith("music_transformer_jsb")
-          and "best_nll" in first):
-        lines += _music(record)
-    elif (record["benchmark"].startswith("ram_cluttered_mnist")
-          and "test_error" in first):
-        lines += _ram(record)
     elif (record["benchmark"].startswith("captioner_hard_soft")
           and "test_bleu" in first):
         lines += _captioner(record)
-    elif record["benchmark"].startswith("sagan_digits"):
-        lines += _sagan_digits(record)
-    elif record["benchmark"].startswith("recurrent_attention_digits"):
-        lines += _recurrent_attention_digits(record)
     elif record["benchmark"].startswith("show_attend_tell_digits"):
         lines += _show_attend_tell_digits(record)
     elif record["benchmark"].startswith("sagan") and "frechet_distance" in first:
         lines += _sagan(record)
-    elif (record["benchmark"].startswith("image_transformer_digits")
-          and "test_bits_per_dim" in first):
-        lines += _image_transformer_digits(record)
     elif (record["benchmark"].startswith("image_transformer_mnist")
           and "test_nll" in first):
         lines += _image_transformer(record)

@@ -1,0 +1,225 @@
+"""One renderer for the reproductions' results: each results file's tables
+and sentences from its table specs (`tables.json`, data), for
+`benchmarks/RESULTS.md` and the model pages (`<!-- results NAME -->`).
+
+A spec is a list of blocks, chosen by the results file's `benchmark`
+name (the longest key of `tables.json` that starts it):
+
+- `{"commands": true}`: the commands that wrote the file, where there are
+  several;
+- `{"table": [[HEADER, TEMPLATE, CONDITION?], ...], "from": PATH,
+  "where": {FIELD: VALUE}, "append": [...]}`: a Markdown table, a line for
+  each item of the list or dict at `PATH` of the record (`rows`,
+  `summary`; a dict's items carry their key as `key`; `where` keeps those
+  with these values, `require` those with this field), each cell its
+  template filled from the item; `append` adds lines filled from the
+  record, each `{"if": PATH, "cells": {HEADER: TEMPLATE}}` (left out
+  when `PATH` is missing; the other cells —);
+- `{"text": TEMPLATE}`: a paragraph filled from the record (left out when
+  a field it names is missing);
+- `{"each": PATH, "blocks": [...]}`: the blocks once for each item of the
+  list at `PATH`, filled from the item.
+
+Templates are Python format strings whose fields are dotted paths into
+the item (`{test_error_mean:.2%}`, `{greedy.bleu:.2f}`), with `record.`
+for the whole file; a cell whose field is missing or null is —, and a
+column with no value in any line is left out. A column's `CONDITION`
+(`"seeds > 1"`: a field, a comparison and a number) shows — where it does
+not hold; a bare `FIELD`, that the field is there. `{x:min}` writes
+seconds as minutes (`.1f`), `{x:gib}` and `{x:mib}` bytes as GiB (`.2f`)
+and MiB (`.1f`), `{x:pairs}` a list of pairs as `a b; c d`, `{x:len}`
+a list's length, `{x:each SPEC}` each entry of a list by `SPEC`, comma
+separated, and `{x:words.NAME}` the value's words in `tables.json`'s
+`_words.NAME` (`{"tie": "a tie ..."}`).
+
+    python -m reproductions render NAME   # a setting's results, re-rendered
+"""
+
+import json
+import operator
+import pathlib
+import re
+import string
+
+HERE = pathlib.Path(__file__).resolve().parent
+TABLES = HERE / "tables.json"
+MISSING = "—"
+_CONDITION = re.compile(r"^\s*([\w.]+)\s*(>=|<=|==|!=|>|<)\s*(-?[\d.]+)\s*$")
+_COMPARE = {">": operator.gt, "<": operator.lt, ">=": operator.ge,
+            "<=": operator.le, "==": operator.eq, "!=": operator.ne}
+_UNITS = {"min": lambda v: f"{v / 60:.1f}",
+          "gib": lambda v: f"{v / 2**30:.2f}",
+          "mib": lambda v: f"{v / 2**20:.1f}",
+          "pairs": lambda v: "; ".join(f"{a} {b}" for a, b in v),
+          "len": len}
+
+
+class Missing(LookupError):
+    """A template's field that the item does not have (or holds null)."""
+
+
+def lookup(context, path):
+    """The value at dotted `path` of `context` (dicts by key, lists by
+    index); `Missing` where there is none, or it is null."""
+    value = context
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.lstrip("-").isdigit() and (
+                -len(value) <= int(part) < len(value)):
+            value = value[int(part)]
+        else:
+            raise Missing(path)
+    if value is None:
+        raise Missing(path)
+    return value
+
+
+class _Formatter(string.Formatter):
+    def get_field(self, field_name, args, kwargs):
+        return lookup(kwargs, field_name), field_name
+
+    def format_field(self, value, spec):
+        if spec in _UNITS:
+            return str(_UNITS[spec](value))
+        if spec.startswith("each "):  # a list, each entry formatted
+            return ", ".join(self.format_field(v, spec[5:]) for v in value)
+        if spec.startswith("words."):  # a value named in words of tables.json
+            return words()[spec[6:]][str(value)]
+        return super().format_field(value, spec)
+
+
+_FORMATTER = _Formatter()
+
+
+def fill(template, context):
+    """`template` filled from `context`, or None where a field is
+    missing."""
+    try:
+        return _FORMATTER.vformat(template, (), context)
+    except Missing:
+        return None
+
+
+def holds(condition, context):
+    """Whether `condition` (`"FIELD OP NUMBER"`, or `"FIELD"`: it is
+    there) holds for `context`."""
+    if re.fullmatch(r"[\w.]+", condition.strip()):
+        try:
+            lookup(context, condition.strip())
+            return True
+        except Missing:
+            return False
+    match = _CONDITION.match(condition)
+    if not match:
+        raise ValueError(f"a condition is `FIELD OP NUMBER`, received: "
+                         f"{condition!r}")
+    field, op, number = match.groups()
+    try:
+        return _COMPARE[op](lookup(context, field), float(number))
+    except Missing:
+        return False
+
+
+def items(record, path):
+    """The items at `path` of `record` as contexts: a list's entries, a
+    dict's values with their `key`; each can reach `record.`."""
+    try:
+        found = lookup(record, path)
+    except Missing:
+        return []
+    if isinstance(found, dict):
+        found = [{**value, "key": key} for key, value in found.items()
+                 if isinstance(value, dict)]
+    return [{**item, "record": record} for item in found]
+
+
+def table(block, record):
+    """A table block's lines (none without lines)."""
+    columns = block["table"]
+    contexts = [item for item in items(record, block.get("from", "rows"))
+                if all(item.get(key) == value
+                       for key, value in block.get("where", {}).items())
+                and holds(block.get("require", "record"), item)]
+    lines = []
+    for context in contexts:
+        cells = []
+        for _, template, *condition in columns:
+            shown = (not condition or holds(condition[0], context))
+            cells.append(fill(template, context) if shown else None)
+        lines.append(cells)
+    context = {**record, "record": record}
+    for extra in block.get("append", []):
+        try:
+            lookup(context, extra["if"])
+        except Missing:
+            continue
+        lines.append([fill(extra["cells"][header], context)
+                      if header in extra["cells"] else None
+                      for header, *_ in columns])
+    if not lines:
+        return []
+    kept = [index for index in range(len(columns))
+            if any(line[index] is not None for line in lines)
+            or block.get("keep_empty_columns")]
+    out = ["| " + " | ".join(columns[i][0] for i in kept) + " |",
+           "|" + "---|" * len(kept)]
+    for line in lines:
+        out.append("| " + " | ".join(MISSING if line[i] is None else line[i]
+                                     for i in kept) + " |")
+    return out
+
+
+def blocks(spec, record):
+    """The lines of `spec`'s blocks for `record`, a blank line between
+    blocks."""
+    out = []
+    for block in spec:
+        if block.get("commands"):
+            commands = record.get("commands", [])
+            found = (["The rows come from " + ", then ".join(
+                f"`{command}`" for command in commands) + "."]
+                if len(commands) > 1 else [])
+        elif "table" in block:
+            found = table(block, record)
+        elif "text" in block:
+            text = fill(block["text"], {**record, "record": record})
+            found = [] if text is None else [text]
+        elif "each" in block:
+            found = []
+            for item in items(record, block["each"]):
+                inner = blocks(block["blocks"], item)
+                found += inner + [""] if inner else []
+            found = found[:-1]
+        else:
+            raise ValueError(f"a block is a table, text, each or commands, "
+                             f"received: {sorted(block)}")
+        if found:
+            out += found + [""]
+    return out[:-1]
+
+
+def specs(path=TABLES):
+    """`{benchmark prefix: blocks}` from `tables.json` (`_words` aside)."""
+    found = json.loads(pathlib.Path(path).read_text())
+    found.pop("_words", None)
+    return found
+
+
+def words(path=TABLES):
+    """`tables.json`'s `_words`: `{name: {value: words}}`."""
+    return json.loads(pathlib.Path(path).read_text()).get("_words", {})
+
+
+def spec_for(benchmark, found=None):
+    """The blocks of the longest prefix of `benchmark` in `found`
+    (default: `tables.json`), or None."""
+    found = specs() if found is None else found
+    keys = [key for key in found if benchmark.startswith(key)]
+    return found[max(keys, key=len)] if keys else None
+
+
+def render(record, found=None):
+    """`record`'s lines by its spec, or None where it has none."""
+    spec = spec_for(record["benchmark"], found)
+    return None if spec is None else blocks(spec, record)

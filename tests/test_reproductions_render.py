@@ -1,0 +1,96 @@
+"""reproductions/render.py: tables and sentences from specs (data): fields
+by dotted path, a missing one as —, columns with no value left out,
+conditions, lists, words; and every committed results file with a spec
+renders by it."""
+
+import json
+import pathlib
+
+import pytest
+
+from reproductions import render
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+RECORD = {
+    "benchmark": "toy_run",
+    "commands": ["a.py --seeds 0", "a.py --seeds 1 --append"],
+    "rows": [{"variant": "big", "seed": 0, "error": 0.125,
+              "curve": [0.5, 0.25], "timing": {"seconds": 90.0}},
+             {"variant": "small", "seed": 0, "error": None,
+              "curve": [0.75], "timing": {"seconds": 30.0}}],
+    "summary": {"big": {"label": "Big", "seeds": 2, "mean": 0.1,
+                        "std": 0.02, "helps": True},
+                "small": {"label": "Small", "seeds": 1, "mean": 0.3,
+                          "std": 0.0, "helps": False},
+                "verdict": {"gain": 0.2}},
+    "rule": 0.9,
+    "paper": [["Theirs", 0.05]],
+}
+WORDS = {"helps": {"True": "it helps", "False": "it does not"}}
+
+
+def lines(spec, record=RECORD):
+    return render.blocks(spec, record)
+
+
+def test_a_rows_table_fills_dotted_fields_and_shows_missing_as_a_dash():
+    out = lines([{"table": [
+        ["model", "`{variant}`"], ["error", "{error:.1%}"],
+        ["minutes", "{timing.seconds:min}"], ["first", "{curve.0}"],
+        ["never", "{nowhere}"], ["curve", "{curve:each .2f}"]]}])
+    assert out == [
+        "| model | error | minutes | first | curve |", "|---|---|---|---|---|",
+        "| `big` | 12.5% | 1.5 | 0.5 | 0.50, 0.25 |",
+        "| `small` | — | 0.5 | 0.75 | 0.75 |"]
+
+
+def test_a_dict_gives_its_keys_conditions_require_and_append(monkeypatch):
+    monkeypatch.setattr(render, "words", lambda path=None: WORDS)
+    out = lines([{"from": "summary", "require": "label", "table": [
+        ["model", "{label} (`{key}`)"], ["mean", "**{mean:.2f}**"],
+        ["spread", "±{std:.2f}", "seeds > 1"],
+        ["verdict", "{helps:words.helps}"]],
+        "append": [{"if": "rule", "cells": {"model": "no weights",
+                                            "mean": "{rule:.2f}"}},
+                   {"if": "absent", "cells": {"model": "never"}}]}])
+    assert out == [
+        "| model | mean | spread | verdict |", "|---|---|---|---|",
+        "| Big (`big`) | **0.10** | ±0.02 | it helps |",
+        "| Small (`small`) | **0.30** | — | it does not |",
+        "| no weights | 0.90 | — | — |"]
+
+
+def test_text_commands_and_each():
+    out = lines([{"commands": True},
+                 {"text": "Paper: {paper:pairs}; ours {summary.big.mean}."},
+                 {"text": "Left out: {summary.nothing}."},
+                 {"each": "rows", "blocks": [
+                     {"text": "{variant} took {timing.seconds:g} s."}]}])
+    assert out == [
+        "The rows come from `a.py --seeds 0`, then "
+        "`a.py --seeds 1 --append`.", "", "Paper: Theirs 0.05; ours 0.1.",
+        "", "big took 90 s.", "", "small took 30 s."]
+
+
+def test_the_longest_prefix_chooses_the_spec_and_mistakes_name_themselves():
+    found = {"toy": [{"text": "short"}], "toy_run": [{"text": "long"}]}
+    assert render.render(RECORD, found) == ["long"]
+    assert render.render({**RECORD, "benchmark": "other"}, found) is None
+    with pytest.raises(ValueError, match="a condition is"):
+        lines([{"table": [["a", "{seed}", "seed >> 1"]]}])
+    with pytest.raises(ValueError, match="a block is"):
+        lines([{"tabel": []}])
+
+
+def test_every_committed_results_file_with_a_spec_renders():
+    specs = render.specs()
+    assert "_words" not in specs and set(render.words()) >= {"outcome"}
+    rendered = 0
+    for path in sorted((ROOT / "benchmarks" / "results").glob("*.json")):
+        record = json.loads(path.read_text())
+        if render.spec_for(record["benchmark"], specs) is None:
+            continue
+        out = render.render(record, specs)
+        assert out and all("{" not in line for line in out), path.name
+        rendered += 1
+    assert rendered >= 10
