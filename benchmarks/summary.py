@@ -602,56 +602,6 @@ def _block_verdict(verdict):
                f"not shown at p < {verdict['level']:g}."))
 
 
-def _show_attend_tell_digits(record):
-    """The Show, Attend and Tell example over seeds
-    (benchmarks/show_attend_tell_digits.py): each attention and λ's
-    held-out exact match and BLEU (mean ± spread), then the hard model's
-    REINFORCE variance with and without its baseline."""
-    lines = _commands(record)
-    lines += ["| model | seeds | greedy exact match | greedy BLEU | beam 4 "
-              "exact match | beam 4 BLEU | argmax location: exact, BLEU | "
-              "s a model |", "|---|---|---|---|---|---|---|---|"]
-
-    def cell(line, metric):
-        if f"{metric}_mean" not in line:
-            return "—"
-        percent = metric.endswith("exact")
-        mean, std = line[f"{metric}_mean"], line[f"{metric}_std"]
-        text = f"{mean:.1%}" if percent else f"{mean:.1f}"
-        if len(line["seeds"]) > 1:
-            text += f" ± {std:.1%}" if percent else f" ± {std:.1f}"
-        return text
-
-    for variant, line in record.get("summary", {}).items():
-        seeds = len(line["seeds"]) if line["seeds"][0] is not None else "—"
-        lines.append(
-            f"| {variant} | {seeds} | "
-            f"**{cell(line, 'greedy_exact')}** | {cell(line, 'greedy_bleu')} | "
-            f"{cell(line, 'beam_exact')} | {cell(line, 'beam_bleu')} | "
-            f"{cell(line, 'argmax_exact')}; {cell(line, 'argmax_bleu')} | "
-            + (f"{line['seconds_mean']:.0f}" if 'seconds_mean' in line else '—')
-            + " |")
-    variances = [row for row in record["rows"] if "variance_before" in row]
-    if variances:
-        lines += ["", "| hard model, seed | mean NLL of a caption | variance "
-                  "with b | variance with b = 0 | ratio |",
-                  "|---|---|---|---|---|"]
-        for when in ("before", "after"):
-            for row in variances:
-                found = row[f"variance_{when}"]
-                lines.append(
-                    f"| {row['variant']}, {row['seed']}, {when} training | "
-                    f"{found['mean_nll']:.2f} | {found['with_baseline']:.1e} "
-                    f"| {found['without_baseline']:.1e} | "
-                    f"{found['without_baseline'] / found['with_baseline']:.1f}× |")
-    data = record.get("data", {})
-    if data:
-        lines += ["", f"Data: {data.get('source', '')}; "
-                  f"{data.get('train'):,} training and {data.get('test')} "
-                  "held-out scenes, the same for every seed."]
-    return lines
-
-
 def _local_against_full(found, measure, unit, digits):
     """The sentence of a `comparison` (image_transformer_mnist.py's):
     full's mean less local's against the larger spread, and the verdict."""
@@ -855,8 +805,6 @@ def render(record, stem=None):
     elif (record["benchmark"].startswith("captioner_hard_soft")
           and "test_bleu" in first):
         lines += _captioner(record)
-    elif record["benchmark"].startswith("show_attend_tell_digits"):
-        lines += _show_attend_tell_digits(record)
     elif record["benchmark"].startswith("sagan") and "frechet_distance" in first:
         lines += _sagan(record)
     elif (record["benchmark"].startswith("image_transformer_mnist")

@@ -7,7 +7,7 @@ name (the longest key of `tables.json` that starts it):
 
 - `{"commands": true}`: the commands that wrote the file, where there are
   several;
-- `{"table": [[HEADER, TEMPLATE, CONDITION?], ...], "from": PATH,
+- `{"table": [[HEADER, TEMPLATE, CONDITION?, ELSE?], ...], "from": PATH,
   "where": {FIELD: VALUE}, "append": [...]}`: a Markdown table, a line for
   each item of the list or dict at `PATH` of the record (`rows`,
   `summary`; a dict's items carry their key as `key`; `where` keeps those
@@ -24,8 +24,9 @@ Templates are Python format strings whose fields are dotted paths into
 the item (`{test_error_mean:.2%}`, `{greedy.bleu:.2f}`), with `record.`
 for the whole file; a cell whose field is missing or null is —, and a
 column with no value in any line is left out. A column's `CONDITION`
-(`"seeds > 1"`: a field, a comparison and a number) shows — where it does
-not hold; a bare `FIELD`, that the field is there. `{x:min}` writes
+(`"seeds > 1"`: a field, a comparison and a number; a bare `FIELD`,
+that the field is there) shows its `ELSE` template, or —, where it does
+not hold. `{x:min}` writes
 seconds as minutes (`.1f`), `{x:gib}` and `{x:mib}` bytes as GiB (`.2f`)
 and MiB (`.1f`), `{x:pairs}` a list of pairs as `a b; c d`, `{x:len}`
 a list's length, `{x:each SPEC}` each entry of a list by `SPEC`, comma
@@ -145,8 +146,10 @@ def table(block, record):
     for context in contexts:
         cells = []
         for _, template, *condition in columns:
-            shown = (not condition or holds(condition[0], context))
-            cells.append(fill(template, context) if shown else None)
+            if condition and not holds(condition[0], context):
+                template = condition[1] if len(condition) > 1 else None
+            cells.append(None if template is None
+                         else fill(template, context))
         lines.append(cells)
     context = {**record, "record": record}
     for extra in block.get("append", []):

@@ -49,15 +49,16 @@ def test_a_dict_gives_its_keys_conditions_require_and_append(monkeypatch):
     out = lines([{"from": "summary", "require": "label", "table": [
         ["model", "{label} (`{key}`)"], ["mean", "**{mean:.2f}**"],
         ["spread", "±{std:.2f}", "seeds > 1"],
+        ["alone", "{mean:.1f}", "seeds == 1", "{seeds} seeds"],
         ["verdict", "{helps:words.helps}"]],
         "append": [{"if": "rule", "cells": {"model": "no weights",
                                             "mean": "{rule:.2f}"}},
                    {"if": "absent", "cells": {"model": "never"}}]}])
     assert out == [
-        "| model | mean | spread | verdict |", "|---|---|---|---|",
-        "| Big (`big`) | **0.10** | ±0.02 | it helps |",
-        "| Small (`small`) | **0.30** | — | it does not |",
-        "| no weights | 0.90 | — | — |"]
+        "| model | mean | spread | alone | verdict |", "|---|---|---|---|---|",
+        "| Big (`big`) | **0.10** | ±0.02 | 2 seeds | it helps |",
+        "| Small (`small`) | **0.30** | — | 0.3 | it does not |",
+        "| no weights | 0.90 | — | — | — |"]
 
 
 def test_text_commands_and_each():
