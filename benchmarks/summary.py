@@ -602,96 +602,6 @@ def _block_verdict(verdict):
                f"not shown at p < {verdict['level']:g}."))
 
 
-def _local_against_full(found, measure, unit, digits):
-    """The sentence of a `comparison` (image_transformer_mnist.py's):
-    full's mean less local's against the larger spread, and the verdict."""
-    return ("Local against full attention: full's mean "
-            f"{measure} less local's is {found['difference']:+.{digits}f} "
-            f"{unit}, the larger spread over seeds "
-            f"{found['spread']:.{digits}f}: "
-            + {"tie": "a tie (the difference within the spread).",
-               "local lower": "local attention lower beyond the spread.",
-               "full lower": "full attention lower beyond the spread."}[
-                found["outcome"]])
-
-
-def _image_transformer(record):
-    """The Image Transformer on 28x28 binarized digits
-    (benchmarks/image_transformer_mnist.py): each variant's mean test NLL
-    and spread over seeds and its time per epoch, beside the rules with no
-    weights and van den Oord et al.'s rows (on the full binarized MNIST,
-    not our digits), then every run."""
-    rows = record["rows"]
-    lines = _commands(record)
-    lines += ["| model | seeds | test NLL, nats (mean) | spread (s.d.) | "
-              "s/epoch | examples/s |", "|---|---|---|---|---|---|"]
-    summary = record.get("summary", {})
-    for variant, line in summary.items():
-        lines.append(
-            f"| {line['label']} (`{variant}`) | {line['seeds']} | "
-            f"**{line['test_nll_mean']:.2f}** | "
-            + _plus_minus(line["test_nll_std"], line["seeds"], ".2f")
-            + f" | {line['seconds_per_epoch_mean']:,.0f} | "
-            f"{line['examples_per_second_mean']:,.1f} |")
-    baselines = record.get("baselines", {})
-    for key, label in (("pixel_means", "each pixel independent, at its "
-                                        "training mean (no weights)"),
-                       ("uniform", "uniform, 784 ln 2 (no weights)")):
-        if key in baselines:
-            lines.append(f"| {label} | — | {baselines[key]:.2f} | — | — "
-                         "| — |")
-    paper = record.get("paper")
-    if paper:
-        for row in paper["rows"]:
-            lines.append(f"| {row['model']}, van den Oord et al. 2016 * | "
-                         f"— | {row['test_nll']:.2f} | — | — | — |")
-        lines += ["", f"\\* {paper['source']}; on the {paper['data']}: "
-                  "beside ours, not comparable."]
-    found = record.get("comparison")
-    if found:
-        lines += ["", _local_against_full(found, "test NLL", "nats", 2)]
-    stopping = [f"`{variant}` by at most {line['late_gain_max']:.2f} nats "
-                f"in its last {line['late_epochs']} epochs (best epochs "
-                + ", ".join(map(str, line["best_epochs"])) + ")"
-                for variant, line in summary.items()
-                if "late_gain_max" in line]
-    if stopping:
-        lines += ["", "How far from stopping, by how much validation NLL "
-                  "fell in each variant's last epochs below its best "
-                  "before them: " + "; ".join(stopping) + "."]
-    if {"local_2d", "full"} <= set(summary):
-        ratio = (summary["full"]["seconds_per_epoch_mean"]
-                 / summary["local_2d"]["seconds_per_epoch_mean"])
-        lines += ["", f"At 784 pixels an epoch of full attention took "
-                  f"{ratio:.1f}x the time of local 2-D attention's."]
-    lines += ["", "| model | seed | backend | test NLL | best validation "
-              "NLL (epoch) | epochs | training min | s/epoch | examples/s "
-              "| weights |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        done = len(row.get("validation_curve", ())) or row["epochs"]
-        lines.append(
-            f"| `{row['variant']}` | {row['seed']} | {row['backend']} | "
-            f"{row['test_nll']:.2f} | {row['validation_nll']:.2f} "
-            f"({row['best_epoch']}) | "
-            + (f"{row['epochs']}" if row.get("finished", True) else
-               f"{done} of {row['epochs']}, unfinished †")
-            + f" | {row['train_seconds'] / 60:.1f} | "
-            f"{row['seconds_per_epoch']:,.0f} | "
-            f"{row['examples_per_second']:,.1f} | {row['parameters']:,} |")
-    if not all(row.get("finished", True) for row in rows):
-        lines += ["", "† Stopped by `--minutes` before its last epoch and "
-                  "tested at its best epoch so far; `--resume` goes on "
-                  "from its checkpoint. The summary above leaves it out."]
-    data = record.get("data", {})
-    if data:
-        lines += ["", f"Data: {data.get('source', '')}; digits "
-                  + ", ".join(f"{count:,} {split}" for split, count
-                              in data.get("digits", {}).items())
-                  + f"; split seed {data.get('split_seed')}; "
-                  f"binarization {data.get('binarization', '—')}."]
-    return lines
-
-
 def _mean_or_dash(values):
     """The mean of the values that are numbers (not None or NaN), or —
     (a bAbI task with no sentence of that kind)."""
@@ -807,9 +717,6 @@ def render(record, stem=None):
         lines += _captioner(record)
     elif record["benchmark"].startswith("sagan") and "frechet_distance" in first:
         lines += _sagan(record)
-    elif (record["benchmark"].startswith("image_transformer_mnist")
-          and "test_nll" in first):
-        lines += _image_transformer(record)
     elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:
         lines += _quantization(record)
     elif record["benchmark"].startswith("attention_variants"):

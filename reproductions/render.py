@@ -17,8 +17,8 @@ name (the longest key of `tables.json` that starts it):
   when `PATH` is missing; the other cells —);
 - `{"text": TEMPLATE}`: a paragraph filled from the record (left out when
   a field it names is missing);
-- `{"each": PATH, "blocks": [...]}`: the blocks once for each item of the
-  list at `PATH`, filled from the item.
+- `{"each": PATH, "blocks": [...]}`: the blocks once for each item at
+  `PATH` (with `where` and `require` as a table's), filled from the item.
 
 Templates are Python format strings whose fields are dotted paths into
 the item (`{test_error_mean:.2%}`, `{greedy.bleu:.2f}`), with `record.`
@@ -135,13 +135,19 @@ def items(record, path):
     return [{**item, "record": record} for item in found]
 
 
+def selected(block, record, key):
+    """The items at `block[key]` (default `rows`) that have `where`'s
+    values and `require`'s field."""
+    return [item for item in items(record, block.get(key, "rows"))
+            if all(item.get(name) == value
+                   for name, value in block.get("where", {}).items())
+            and holds(block.get("require", "record"), item)]
+
+
 def table(block, record):
     """A table block's lines (none without lines)."""
     columns = block["table"]
-    contexts = [item for item in items(record, block.get("from", "rows"))
-                if all(item.get(key) == value
-                       for key, value in block.get("where", {}).items())
-                and holds(block.get("require", "record"), item)]
+    contexts = selected(block, record, "from")
     lines = []
     for context in contexts:
         cells = []
@@ -190,7 +196,7 @@ def blocks(spec, record):
             found = [] if text is None else [text]
         elif "each" in block:
             found = []
-            for item in items(record, block["each"]):
+            for item in selected(block, record, "each"):
                 inner = blocks(block["blocks"], item)
                 found += inner + [""] if inner else []
             found = found[:-1]

@@ -100,8 +100,8 @@ def test_tiny_run_on_both_backends_writes_rows_baselines_and_paper(
     assert math.isfinite(jax_row["test_nll"]) and jax_row["test_nll"] > 0
     assert record["summary"]["local_2d"]["seeds"] == 3
     page = "\n".join(load_script("summary", monkeypatch).render(record))
-    assert "| PixelCNN, van den Oord et al. 2016 * | — | 81.30 |" in page
-    assert "an epoch of full attention took" in page
+    assert "| PixelCNN | 81.30 |" in page
+    assert "| `full` | " in page and "| s/epoch |" in page
     _resumes_where_it_stopped(tmp_path, data, rows[0])
 
 
@@ -220,8 +220,9 @@ def test_local_and_full_are_told_apart_only_beyond_the_spread(monkeypatch):
     assert ("full's mean test NLL less local's is +5.00 nats, the larger "
             "spread over seeds 1.00: local attention lower beyond the "
             "spread.") in page
-    assert ("`local_2d` by at most 1.60 nats in its last 5 epochs (best "
-            "epochs 7, 7, 7)") in page
+    assert ("`local_2d`'s validation NLL fell by at most 1.60 nats in its "
+            "last 5 epochs below its best before them (best epochs 7, 7, "
+            "7)") in page
     # A run stopped by --minutes: its epochs so far, marked, and left out
     # of the summary.
     cut = _row("full", 3, 120.0, curve[:4])
@@ -230,7 +231,7 @@ def test_local_and_full_are_told_apart_only_beyond_the_spread(monkeypatch):
     page = "\n".join(load_script("summary", monkeypatch).render(record))
     assert "| `full` | 3 | tensorflow | 120.00 | 103.00 (4) | 4 of 15, " \
            "unfinished † |" in page
-    assert "† Stopped by `--minutes` before its last epoch" in page
+    assert "† `full` seed 3: stopped by `--minutes` after epoch 4" in page
 
 
 def test_the_page_states_the_results_files_figures(monkeypatch):
