@@ -341,8 +341,9 @@ def test_the_30_epoch_sections_figures_are_its_results_file(monkeypatch):
 
 
 def test_runs_at_different_settings_render_one_line_each(monkeypatch):
-    """A file of the choices (rows at different settings) renders each
-    run beside its setting, not a mean over settings."""
+    """The file of the choices (rows at different settings,
+    `captioner_hard_soft_choices`) renders each run beside its setting,
+    not a mean over settings."""
     def row(variant, filters, coordinates, pretrain, digits, pretrained):
         return {"variant": variant, "seed": 0, "epochs": 9, "best_epoch": 9,
                 "validation_bleu": 70.0, "validation_digits": digits,
@@ -351,16 +352,16 @@ def test_runs_at_different_settings_render_one_line_each(monkeypatch):
                 "setting": {"filters": filters, "coordinates": coordinates,
                             "pretrain_epochs": pretrain,
                             "reinforce_weight": 0.1}}
-    record = {"benchmark": "captioner_hard_soft", "command": "c",
+    record = {"benchmark": "captioner_hard_soft_choices", "command": "c",
               "when": "w", "machine": {
                   "backend": "tensorflow", "device": "cpu", "cpu": "x",
                   "cores": 2, "cpu_flags": [], "keras": "3"},
               "rows": [row("soft", [16, 32], 0, 0, 0.294, None),
                        row("hard", [16, 32, 32], 1, 3, 0.908, 0.872)]}
     text = "\n".join(load_script("summary", monkeypatch).render(record))
-    assert ("| `soft` | 0 | 200 (16, 32) | no | none | 0.1 | **29.4%** (9) "
+    assert ("| `soft` | 0 | 16, 32 | no | 0 | — | 0.1 | **29.4%** (9) "
             "| 70.00 | 9 | 10.0 |") in text
-    assert ("| `hard` | 0 | 50 (16, 32, 32) | yes | 3; 87.2% | 0.1 | "
+    assert ("| `hard` | 0 | 16, 32, 32 | yes | 3 | 87.2% | 0.1 | "
             "**90.8%** (9) |") in text
     assert "paper_bleu4" not in text and "Xu et al." not in text
 
