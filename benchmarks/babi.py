@@ -503,8 +503,41 @@ def summary(rows):
                     t for t in tasks
                     if by_train[t]["test_error"] > FAILED_ERROR],
             })
+        entry["task_table"] = [task_line(
+            [r for r in group if r["task"] == t], chosen[t],
+            by_train[t] if "best_of_seeds_by_train_error" in entry else None)
+            for t in tasks]
         out.append(entry)
     return out
+
+
+def task_line(runs, chosen, by_train):
+    """One task's line of the rendered table: the mean error over seeds
+    and its spread (sample s.d.; None for one seed), the seeds chosen by
+    validation and by training error, the paper's, the two rules with no
+    parameters, the epochs kept, the examples/s and ACT's ponder times
+    (None where no sentence of that kind was pondered)."""
+    errors = [r["test_error"] for r in runs]
+
+    def mean(name):
+        values = [r.get(name) for r in runs]
+        values = [v for v in values if v is not None and v == v]
+        return float(np.mean(values)) if values else None
+
+    return {
+        "task": runs[0]["task"], "error": float(np.mean(errors)),
+        "spread": float(np.std(errors, ddof=1)) if len(errors) > 1 else None,
+        "best_by_validation": chosen["test_error"],
+        "best_by_train_error": None if by_train is None
+        else by_train["test_error"],
+        "paper": runs[0]["paper_error"],
+        "last_named_rule": 100 * (1 - runs[0]["last_named_rule"]),
+        "majority_rule": 100 * (1 - runs[0]["majority_rule"]),
+        "epochs_kept": [r["best_epoch"] for r in runs],
+        "examples_per_s": mean("examples_per_s"),
+        **{name: mean(name) for name in (
+            "ponder_question", "ponder_supporting", "ponder_other")},
+    }
 
 
 def claims(rows, command):

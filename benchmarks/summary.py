@@ -357,70 +357,6 @@ def _commands(record):
         f"`{command}`" for command in record["commands"]) + ".", ""]
 
 
-def _babi(record):
-    """bAbI (benchmarks/babi.py): per task, our test error (mean over
-    seeds, and their spread) beside the paper's and the two rules with no
-    parameters; then the mean over the tasks run."""
-    lines = []
-    rows = record["rows"]
-    for group in record.get("summary", []):
-        key = (group["model"], group["size"], group["setting"])
-        mine = [r for r in rows
-                if (r["model"], r["size"], r["setting"]) == key]
-        ponder = "ponder_question" in mine[0]
-        # Several seeds: the best of them chosen by validation and by
-        # training error (the memory network paper's selection), as the
-        # paper's figure is a best of 10.
-        best = (group["seeds"] > 1
-                and "best_of_seeds_by_train_error_per_task" in group)
-        lines += [f"**{key[0]}, bAbI {key[1]}, {key[2]}**, "
-                  f"{group['seeds']} seed(s):", "",
-                  "| task | error (%) | seeds' spread | "
-                  + ("best of seeds by validation | by training error | "
-                     if best else "")
-                  + "paper's error (%) "
-                  "| last-named rule's error | majority rule's error | epoch kept | "
-                  "examples/s |" + (" ponder: question / supporting / "
-                                     "other |" if ponder else ""),
-                  "|---" * (8 + ponder + 2 * best) + "|"]
-        for task in group["tasks"]:
-            runs = [r for r in mine if r["task"] == task]
-            errors = [r["test_error"] for r in runs]
-            paper = runs[0]["paper_error"]
-            chosen = ""
-            if best:
-                chosen = " | ".join(
-                    f"{group[name][str(task)]:.1f}"
-                    for name in ("best_of_seeds_per_task",
-                                 "best_of_seeds_by_train_error_per_task")
-                ) + " | "
-            line = (f"| {task} | {sum(errors) / len(errors):.1f} | "
-                    f"{_spread(errors)} | " + chosen
-                    + f"{'—' if paper is None else f'{paper:.1f}'} | "
-                    f"{100 * (1 - runs[0]['last_named_rule']):.1f} | "
-                    f"{100 * (1 - runs[0]['majority_rule']):.1f} | "
-                    f"{', '.join(str(r['best_epoch']) for r in runs)} | "
-                    f"{sum(r['examples_per_s'] for r in runs) / len(runs):,.0f} |")
-            if ponder:
-                line += " " + " / ".join(
-                    _mean_or_dash([r[name] for r in runs])
-                    for name in ("ponder_question", "ponder_supporting",
-                                 "ponder_other")) + " |"
-            lines.append(line)
-        lines += ["", f"Mean error over {len(group['tasks'])} task(s): "
-                  f"**{group['mean_error']:.2f}%** (seeds' spread "
-                  f"{group['seed_spread']:.2f}); failed (> 5% error): "
-                  f"{len(group['failed'])} {group['failed']}."
-                  + (f" Best of {group['seeds']} seeds by validation: "
-                     f"**{group['best_of_seeds_error']:.2f}%** "
-                     f"({len(group['best_of_seeds_failed'])} failed); by "
-                     f"training error: "
-                     f"**{group['best_of_seeds_by_train_error']:.2f}%** "
-                     f"({len(group['best_of_seeds_by_train_error_failed'])}"
-                     " failed)." if best else ""), ""]
-    return lines or _generic(record)
-
-
 def _mean_or_dash(values):
     """The mean of the values that are numbers (not None or NaN), or —
     (a bAbI task with no sentence of that kind)."""
@@ -517,7 +453,7 @@ def render(record, stem=None):
              f"`{record['command']}`, {record['when']}.", "", where, ""]
     first = record["rows"][0] if record["rows"] else {}
     found = tables.render(record) if record["rows"] else None
-    if found is not None:  # by its table specs, reproductions/tables.json
+    if found:  # by its table specs, reproductions/tables.json
         lines += found
     elif record["benchmark"].startswith("layers"):
         lines += _layers(record)
@@ -529,8 +465,6 @@ def render(record, stem=None):
         lines += _keras_hub_bert(record)
     elif record["benchmark"].startswith("long_range"):
         lines += _long_range(record)
-    elif record["benchmark"].startswith("babi"):
-        lines += _babi(record)
     elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:
         lines += _quantization(record)
     elif record["benchmark"].startswith("attention_variants"):

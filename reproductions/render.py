@@ -3,7 +3,8 @@ and sentences from its table specs (`tables.json`, data), for
 `benchmarks/RESULTS.md` and the model pages (`<!-- results NAME -->`).
 
 A spec is a list of blocks, chosen by the results file's `benchmark`
-name (the longest key of `tables.json` that starts it):
+name (the longest key of `tables.json` that starts it; a key whose spec
+is null, such as `babi_backends`, is a benchmark without one):
 
 - `{"commands": true}`: the commands that wrote the file, where there are
   several;
@@ -15,8 +16,9 @@ name (the longest key of `tables.json` that starts it):
   template filled from the item; `append` adds lines filled from the
   record, each `{"if": PATH, "cells": {HEADER: TEMPLATE}}` (left out
   when `PATH` is missing; the other cells —);
-- `{"text": TEMPLATE}`: a paragraph filled from the record (left out when
-  a field it names is missing);
+- `{"text": TEMPLATE, "if": CONDITION}`: a paragraph filled from the
+  record (left out when a field it names is missing, or its condition
+  fails);
 - `{"each": PATH, "blocks": [...]}`: the blocks once for each item at
   `PATH` (with `where` and `require` as a table's), filled from the item.
 
@@ -192,7 +194,9 @@ def blocks(spec, record):
         elif "table" in block:
             found = table(block, record)
         elif "text" in block:
-            text = fill(block["text"], {**record, "record": record})
+            context = {**record, "record": record}
+            text = (fill(block["text"], context)
+                    if holds(block.get("if", "record"), context) else None)
             found = [] if text is None else [text]
         elif "each" in block:
             found = []
@@ -222,7 +226,7 @@ def words(path=TABLES):
 
 def spec_for(benchmark, found=None):
     """The blocks of the longest prefix of `benchmark` in `found`
-    (default: `tables.json`), or None."""
+    (default: `tables.json`), or None (none, or a null spec)."""
     found = specs() if found is None else found
     keys = [key for key in found if benchmark.startswith(key)]
     return found[max(keys, key=len)] if keys else None

@@ -74,8 +74,10 @@ def test_text_commands_and_each():
 
 
 def test_the_longest_prefix_chooses_the_spec_and_mistakes_name_themselves():
-    found = {"toy": [{"text": "short"}], "toy_run": [{"text": "long"}]}
+    found = {"toy": [{"text": "short"}], "toy_run": [{"text": "long"}],
+             "toy_runner": None}
     assert render.render(RECORD, found) == ["long"]
+    assert render.render({**RECORD, "benchmark": "toy_runner"}, found) is None
     assert render.render({**RECORD, "benchmark": "other"}, found) is None
     with pytest.raises(ValueError, match="a condition is"):
         lines([{"table": [["a", "{seed}", "seed >> 1"]]}])
