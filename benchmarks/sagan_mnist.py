@@ -42,13 +42,16 @@ as many training images against the test images; the ceiling, Gaussian
 noise images with the training images' per-pixel mean and standard
 deviation (clipped to [-1, 1]).
 
-Each row holds the last epoch's distance to the test images, the distance
-to the validation images every `--eval-every` epochs (not used to choose
-anything), each block's γ after every epoch, the mean losses per epoch,
-and for `attention` where the blocks look: the mean distance in pixels
-between a query and the keys it attends to (against attention spread
-evenly), and the share of attention on the keys whose 4x4 patch holds
-ink (against the share of such keys).
+Training is the package's loop (`keras_attention.training.train_run`):
+one loop epoch is `--eval-every` epochs of the data and a distance to
+the validation images; `--epochs` is the stopping rule; the generator
+chosen (`--select`: of the lowest validation distance, or the last) is
+scored on the test images once, when the run finishes. Each row holds
+that distance, the validation curve, each block's γ after every epoch,
+the mean losses per epoch, and for `attention` where the blocks look:
+the mean distance in pixels between a query and the keys it attends to
+(against attention spread evenly), and the share of attention on the
+keys whose 4x4 patch holds ink (against the share of such keys).
 
 Run: `python benchmarks/sagan_mnist.py [--dataset mnist|fashion]
 [--variants plain,attention] [--seeds 0,1,2] [--epochs E] [--parallel 2]
@@ -324,6 +327,8 @@ def train_run(variant, seed, args, data, features):
     import keras
 
     from keras_attention.models import SAGAN
+    from keras_attention.training import StoppingRule
+    from keras_attention.training import train_run
     from keras_attention.training.frechet import frechet_distance
     from keras_attention.training.gan import hinge_gan_trainer
     from keras_attention.training.gan import sagan_optimizers
@@ -339,7 +344,6 @@ def train_run(variant, seed, args, data, features):
     train = data["train"][0]
     reference = {name: features_of(features, data[name][0])
                  for name in ("validation", "test")}
-    rng = np.random.default_rng(seed)
     steps_per_epoch = len(train) // args.batch_size
     noise_shape = (args.batch_size, args.latent)
     fixed_noise = np.random.default_rng(10_000 + seed).normal(
@@ -350,52 +354,65 @@ def train_run(variant, seed, args, data, features):
         return frechet_distance(features_of(features, samples),
                                 reference[part]), samples
 
-    def distance(part):
-        sync()  # the trained state into the variables, then score them
-        return score(part)
-
     gammas, losses, curve, timings = [[0, 0.0, 0.0]], [], [], []
-    for epoch in range(1, args.epochs + 1):
-        order = rng.permutation(len(train))
-        started, used, totals = time.perf_counter(), time.process_time(), []
-        for number in range(steps_per_epoch):
-            real = train[order[number * args.batch_size:
-                               (number + 1) * args.batch_size]]
-            totals.append(step(
-                real, rng.normal(size=noise_shape).astype("float32"),
-                rng.normal(size=noise_shape).astype("float32")))
-        totals = np.asarray([[float(a), float(b)] for a, b in totals])
-        timings.append([time.perf_counter() - started,
-                        time.process_time() - used])
-        seconds, busy = (float(total) for total in np.sum(timings, axis=0))
-        sync()
-        losses.append([epoch, *np.round(totals.mean(0), 4).tolist()])
-        if attention:
-            found = gan.attention_gammas()
-            gammas.append([epoch, found["generator"],
-                           found["discriminator"]])
-        if args.eval_every and epoch % args.eval_every == 0:
-            curve.append([epoch, round(distance("validation")[0], 3)])
-            if args.select == "best" and curve[-1][1] <= min(
-                    value for _, value in curve):
-                kept = (epoch, make.get_weights())
+    every = args.eval_every or args.epochs  # epochs a validation
+
+    def epoch(model, index, rng):
+        # `every` epochs of the data, then (the loop) one validation.
+        for epoch in range(index * every + 1,
+                           min((index + 1) * every, args.epochs) + 1):
+            order = rng.permutation(len(train))
+            started, used, totals = (time.perf_counter(),
+                                     time.process_time(), [])
+            for number in range(steps_per_epoch):
+                real = train[order[number * args.batch_size:
+                                   (number + 1) * args.batch_size]]
+                totals.append(step(
+                    real, rng.normal(size=noise_shape).astype("float32"),
+                    rng.normal(size=noise_shape).astype("float32")))
+            totals = np.asarray([[float(a), float(b)] for a, b in totals])
+            timings.append([time.perf_counter() - started,
+                            time.process_time() - used])
+            losses.append([epoch, *np.round(totals.mean(0), 4).tolist()])
+            if attention:
+                found = gan.attention_gammas()
+                gammas.append([epoch, found["generator"],
+                               found["discriminator"]])
+            if args.verbose:
+                said = (f", γ G {gammas[-1][1]:+.4f} D {gammas[-1][2]:+.4f}"
+                        if attention else "")
+                print(f"{variant} seed {seed} epoch {epoch}: D loss "
+                      f"{losses[-1][1]:.3f}, G loss {losses[-1][2]:+.3f}"
+                      f"{said}", flush=True)
+        sync()  # the trained state into the variables the loop keeps
+        return {"epochs": epoch - index * every}
+
+    def validate(model):
+        if not args.eval_every:
+            return 0.0  # no validation: the last epoch's generator
+        value = round(score("validation")[0], 3)
+        curve.append([min((len(curve) + 1) * every, args.epochs), value])
         if args.verbose:
-            said = (f", γ G {gammas[-1][1]:+.4f} D {gammas[-1][2]:+.4f}"
-                    if attention else "")
-            print(f"{variant} seed {seed} epoch {epoch}: D loss "
-                  f"{losses[-1][1]:.3f}, G loss {losses[-1][2]:+.3f}{said}"
-                  + (f", validation distance {curve[-1][1]:.2f}"
-                     if curve and curve[-1][0] == epoch else "")
-                  + f" ({seconds:.0f} s, CPU {busy:.0f} s)", flush=True)
-    fid, samples = distance("test")
-    selected = {"selection": args.select, "selected_epoch": args.epochs}
-    if args.select == "best" and curve:
-        # The generator of the lowest validation distance is the one
-        # tested; the last epoch's test distance is kept beside it.
-        selected.update(final_frechet_distance=round(fid, 4),
-                        selected_epoch=kept[0])
-        make.set_weights(kept[1])
-        fid, samples = score("test")  # no sync: it would undo set_weights
+            print(f"{variant} seed {seed}: validation distance {value:.2f}",
+                  flush=True)
+        return value
+
+    tested = {}
+
+    def test(model):  # once, on the selected generator
+        tested["distance"], tested["samples"] = score("test")
+        return {"frechet_distance": tested["distance"]}
+
+    state = train_run(
+        gan, epoch=epoch, validate=validate, test=test,
+        rule=StoppingRule(-(-args.epochs // every)),
+        selection="best" if args.select == "best" else "last",
+        higher_is_better=False, seed=seed, verbose=0)
+    # No sync after this: the loop set the selected weights.
+    fid, samples = tested["distance"], tested["samples"]
+    seconds, busy = (float(total) for total in np.sum(timings, axis=0))
+    selected = {"selection": args.select, "selected_epoch": min(
+        state["best"]["epoch"] * every, args.epochs)}
     row = {
         "variant": variant,
         "label": LABELS[variant],
