@@ -28,63 +28,6 @@ def _ms(timing):
             f"({timing['q1_ms']:.2f}–{timing['q3_ms']:.2f})")
 
 
-def _layers(record):
-    rates = record.get("matmul_gflops", {})
-    lines = [
-        "Matrix-multiply rate measured in the same run: "
-        + ", ".join(f"{dtype} {rate:,.0f} GFLOP/s"
-                    for dtype, rate in rates.items()) + ".",
-        "",
-        "| pair | shape | policy | ours ms (IQR) | reference ms (IQR) "
-        "| speed-up | efficiency | tokens/s |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in record["rows"]:
-        lines.append(
-            f"| {row['name']} | {row['shape']} | {row['policy']} "
-            f"| {_ms(row['ours'])} | {_ms(row['reference'])} "
-            f"| {row['speedup']:.2f}× | {row['efficiency']:.0%} "
-            f"| {row['tokens_per_s']:,.0f} |")
-    return lines
-
-
-def _rates(record):
-    lines = ["| case | ours | reference | speed-up | identical outputs |",
-             "| --- | --- | --- | --- | --- |"]
-    for row in record["rows"]:
-        unit = row.get("unit", "/s")
-        lines.append(
-            f"| {row['name']} ({row['ours']} vs {row['reference']}) "
-            f"| {row['ours_per_s']:.1f} {unit} "
-            f"| {row['reference_per_s']:.1f} {unit} "
-            f"| {row['speedup']:.2f}× "
-            f"| {row.get('identical', '–')} of {row.get('sentences', '–')} |")
-    if "shared_fraction" in record:
-        needed = record.get("blocks_needed_for_1_3x")
-        lines += ["", f"The part of our step that both models share (no "
-                  f"attention blocks) takes {record['shared_fraction']:.0%} "
-                  "of its time; a 1.3× step would need blocks "
-                  + (f"{needed:.2f}× KerasHub's." if needed
-                     else "faster than infinitely fast.")]
-    return lines
-
-
-def _timings(record):
-    """Rows of two timed candidates: `ours_ms` and `reference_ms` (the
-    harness's timing records) and `speedup`."""
-    runs = record["rows"][0]["ours_ms"]["runs"] if record["rows"] else 0
-    lines = [f"Median (IQR) of {runs} interleaved runs.", "",
-             "| case (ours vs reference) | ours ms (IQR) "
-             "| reference ms (IQR) | speed-up |",
-             "| --- | --- | --- | --- |"]
-    for row in record["rows"]:
-        lines.append(
-            f"| {row['name']} ({row['ours']} vs {row['reference']}) "
-            f"| {_ms(row['ours_ms'])} | {_ms(row['reference_ms'])} "
-            f"| {row['speedup']:.2f}× |")
-    return lines
-
-
 def _mib(stats):
     if stats is None:
         return "n/a"
@@ -146,48 +89,6 @@ def _scaling(record):
     if notes:
         lines += ["", "Other ratios:", ""] + [
             f"- {line.removeprefix('also ')}" for line in notes]
-    return lines
-
-
-def _serving(record):
-    """`serving_load.py`: the server under closed-loop load, then each
-    model's batching ratio and server overhead."""
-    lines = [
-        f"Closed-loop clients in this process, the server in another, "
-        f"{record.get('seconds_per_cell', '?')} s per cell; p50 and p99 of "
-        "the requests' latencies.",
-        "",
-        "| model | API | batching | concurrency | req/s | p50 ms | p99 ms "
-        "| errors |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in record["rows"]:
-        lines.append(
-            f"| {row['model']} | {row.get('api', 'rest')} "
-            f"| {'on' if row['batching'] else 'off'} "
-            f"| {row['concurrency']} | {row['requests_per_s']:.1f} "
-            f"| {row['p50_ms']:.2f} | {row['p99_ms']:.2f} "
-            f"| {row['errors']} |")
-    models = record.get("models", [])
-    if models:
-        lines.append("")
-    for model in models:
-        lines.append(
-            f"- {model['model']}: batching gives "
-            f"{model['batching_ratio_c32']:.2f}× the throughput at "
-            f"concurrency 32 (target ≥ 3×); server overhead at p50 "
-            f"{model['overhead_p50_ms']:.2f} ms ({model['server_p50_ms']:.2f}"
-            f" ms served at concurrency 1 − {model['in_process_p50_ms']:.2f}"
-            " ms in process; target < 5 ms)")
-        if "grpc_overhead_p50_ms" in model:
-            lines.append(
-                f"- {model['model']} over gRPC: "
-                f"{model['grpc_over_rest_c32_batching_off']:.2f}× the REST "
-                "throughput at concurrency 32 with batching off, "
-                f"{model['grpc_over_rest_c32_batching_on']:.2f}× with it on "
-                "(target ≥ 2× for numeric); server overhead at p50 "
-                f"{model['grpc_overhead_p50_ms']:.2f} ms (target < 1 ms for "
-                "numeric)")
     return lines
 
 
@@ -318,31 +219,6 @@ def _long_range(record):
     return long_range.tables(record["rows"], record["settings"])
 
 
-def _variants(record):
-    """benchmarks/attention_variants.py: each variant's training step
-    against plain attention, then the decoding steps and cache sizes."""
-    lines = ["fwd+bwd of causal `MultiHeadSelfAttention`, B=1, 8 heads of "
-             "64, D=512, float32, `attention_impl=\"auto\"` (the block-wise "
-             "core at these lengths); each length's variants interleaved.",
-             "", "| T | variant | step ms | / plain |", "|---|---|---|---|"]
-    decoding = []
-    for row in record["rows"]:
-        if row["part"] == "training":
-            lines.append(f"| {row['length']:,} | {row['variant']} | "
-                         f"{row['median_ms']:,.0f} | "
-                         f"{row['vs_plain']:.2f}× |")
-        else:
-            decoding.append(row)
-    if decoding:
-        lines += ["", "One cached decoding step (B=4, a cache of "
-                  f"{decoding[0]['cache_length']:,} positions), interleaved:",
-                  "", "| key/value heads, core | step ms | cache MiB |",
-                  "|---|---|---|"]
-        lines += [f"| {row['variant']} | {row['median_ms']:.2f} | "
-                  f"{row['cache_bytes'] / 2**20:,.0f} |" for row in decoding]
-    return lines
-
-
 def _plus_minus(spread, seeds, spec):
     """A table's spread cell: `±spread` over several seeds, else —."""
     return f"±{spread:{spec}}" if seeds > 1 else "—"
@@ -455,8 +331,6 @@ def render(record, stem=None):
     found = tables.render(record) if record["rows"] else None
     if found:  # by its table specs, reproductions/tables.json
         lines += found
-    elif record["benchmark"].startswith("layers"):
-        lines += _layers(record)
     elif "section" in first and "gflop_per_s" in first:
         lines += _scaling(record)
     elif record["benchmark"].startswith("long_attention"):
@@ -467,14 +341,6 @@ def render(record, stem=None):
         lines += _long_range(record)
     elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:
         lines += _quantization(record)
-    elif record["benchmark"].startswith("attention_variants"):
-        lines += _variants(record)
-    elif "concurrency" in first and "model" in first:
-        lines += _serving(record)
-    elif "ours_ms" in first:
-        lines += _timings(record)
-    elif "ours_per_s" in first:
-        lines += _rates(record)
     else:
         lines += _generic(record)
     return lines + [""]

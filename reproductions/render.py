@@ -31,9 +31,10 @@ that the field is there) shows its `ELSE` template, or —, where it does
 not hold. `{x:min}` writes
 seconds as minutes (`.1f`), `{x:gib}` and `{x:mib}` bytes as GiB (`.2f`)
 and MiB (`.1f`), `{x:pairs}` a list of pairs as `a b; c d`, `{x:len}`
-a list's length, `{x:each SPEC}` each entry of a list by `SPEC`, comma
-separated, and `{x:words.NAME}` the value's words in `tables.json`'s
-`_words.NAME` (`{"tie": "a tie ..."}`).
+a list's length, `{x:each SPEC}` each entry of a list by `SPEC` (of a
+dict, each key and its value), comma separated, and `{x:words.NAME}`
+the value's words in `tables.json`'s `_words.NAME` (`{"tie": "a tie
+..."}`).
 
     python -m reproductions render NAME   # a setting's results, re-rendered
 """
@@ -85,7 +86,10 @@ class _Formatter(string.Formatter):
     def format_field(self, value, spec):
         if spec in _UNITS:
             return str(_UNITS[spec](value))
-        if spec.startswith("each "):  # a list, each entry formatted
+        if spec.startswith("each "):  # a list (or dict), each entry
+            if isinstance(value, dict):
+                return ", ".join(f"{key} {self.format_field(v, spec[5:])}"
+                                 for key, v in value.items())
             return ", ".join(self.format_field(v, spec[5:]) for v in value)
         if spec.startswith("words."):  # a value named in words of tables.json
             return words()[spec[6:]][str(value)]
