@@ -340,6 +340,17 @@ def add_run_options(p, logs):
     p.add_argument("--results-name", default=None)
 
 
+def paper_rows(name, table):
+    """The rows of `table` of the paper `reproductions/papers/NAME.json`
+    (the papers' figures as data, `reproductions.scoreboard`)."""
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from reproductions import scoreboard
+
+    return scoreboard.paper_figures(name)["tables"][table]["rows"]
+
+
 def add_backend_option(p, default, backends=("tensorflow", "jax")):
     """`--backend`: one of `backends`, else `$KERAS_BACKEND`, else
     `default` (set by `choose_backend`)."""

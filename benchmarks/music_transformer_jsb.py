@@ -81,6 +81,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 # GPU run, benchmarks/gpu/run.py, runs it from a copy of the working tree).
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 
+import harness  # noqa: E402
 import numpy as np  # noqa: E402
 
 VARIANTS = {
@@ -100,16 +101,8 @@ VARIANTS = {
 # steveyu323/music-transformer, file 1809.04281.pdf); Papers with Code
 # lists the same best value. Section 4.1 gives the sizes: L layers, hs
 # hidden, att attention, ff feed-forward, h heads, r relative distance.
-PAPER_TABLE = (
-    ("Coconet (CNN, chronological, 64L)", 0.436),
-    ("Transformer baseline (5L, 256hs, 256att, 1024ff, 8h)", 0.417),
-    ("baseline + concat positional sinusoids (cps)", 0.398),
-    ("baseline + cps + instrument labels (cpsi)", 0.370),
-    ("Relative Transformer (Shaw; 5L, 512hs, 512att, 512ff, 256r, 8h)",
-     0.357),
-    ("Relative Transformer + cpsi", 0.347),
-    ("Relative Transformer + cpsi + relative pitch and time (best)", 0.335),
-)
+PAPER_TABLE = tuple(tuple(row) for row in harness.paper_rows(
+    "huang2019", "Table 2"))  # reproductions/papers/huang2019.json
 
 # The defaults: what fits 2 CPU cores (see the docs page for the runs
 # that chose them, on `valid`), and the paper's size for a GPU (Section

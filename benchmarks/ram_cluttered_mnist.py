@@ -52,13 +52,14 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
     "data") / "mnist10k"
 NAME = "ram_cluttered_mnist"
-PAPER = {  # Table 2, 60x60 cluttered translated MNIST, test error %
-    "fc64": 28.58, "fc256": 11.96, "conv": 8.09, "ram4": 4.96,
-    "ram6": 4.08, "ram8": 4.04, "ram8_random": 14.4,
-}
+# Table 2, 60x60 cluttered translated MNIST, test error %, as data.
+PAPER = harness.paper_rows("mnih2014", "Table 2")
 VARIANTS = {
     "ram4": dict(kind="ram", glimpses=4),
     "ram6": dict(kind="ram", glimpses=6),
