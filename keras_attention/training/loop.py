@@ -337,7 +337,11 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
                      f"{best['epoch']})" if best else ""), flush=True)
         piece["last_epoch"] = state["epoch"]
         piece["minutes"] = round((time.perf_counter() - started) / 60, 2)
-        _add_counts(piece.setdefault("counts", {}), counts)
+        # The piece's own counts: numbers only (a per-epoch list is the
+        # run's, in `counts`).
+        _add_counts(piece.setdefault("counts", {}), {
+            name: count for name, count in counts.items()
+            if not isinstance(count, list)})
         if state["finished"]:
             if best_weights is not None:
                 model.set_weights(best_weights)
