@@ -139,7 +139,7 @@ def build_model(args, vocabulary_size, sentence_size, seed, slots=None):
             hidden_dim=args.hidden, num_heads=args.heads,
             intermediate_dim=args.ff, max_steps=args.steps,
             act=not args.no_act, dropout=args.dropout,
-            readout=args.readout)
+            readout=args.readout, act_style=args.act_style)
         clip = "global_clipnorm"
     else:
         model = MemoryNetwork(
@@ -325,8 +325,13 @@ def memory_slots(args, samples):
 
 
 def ponder_by_role(samples, ponder, memory_size):
-    """Mean ponder time of the question, of the supporting sentences and
-    of the other sentences over `samples` (the paper's bAbI figure)."""
+    """Mean ponder time `N + R` (the ponder cost's) of the question, of
+    the supporting sentences and of the other sentences over `samples`
+    (the paper's bAbI figure), and of the steps taken, `N` (what
+    tensor2tensor reports as ponder time, never above the cap):
+    `steps_question`, ... `N` follows from `N + R`: `R` is 1 only where a
+    position halts at its first step (`N + R = 2`), 0 only at the cap of
+    tensor2tensor's rule (`N + R = N`, 3 or more here), else in (0, 1)."""
     question, supporting, other = [], [], []
     for sample, times in zip(samples, ponder):
         ids = sample.sentence_ids[-memory_size:]
@@ -334,12 +339,24 @@ def ponder_by_role(samples, ponder, memory_size):
         for slot, line in enumerate(ids):
             (supporting if line in sample.supporting_ids else other).append(
                 times[1 + slot])
-    def mean(values):  # None where a task has no such sentence (task 17)
-        return float(np.mean(values)) if values else None
 
-    return {"ponder_question": mean(question),
-            "ponder_supporting": mean(supporting),
-            "ponder_other": mean(other)}
+    def mean(values, steps=False):  # None where a task has none (task 17)
+        if not values:
+            return None
+        values = np.asarray(values, "float64")
+        if steps:  # N from N + R (see above)
+            whole = np.round(values)
+            exact = np.abs(values - whole) < 1e-4
+            values = np.where(exact & (whole >= 3), whole, np.where(
+                exact & (whole == 2), 1.0, np.floor(values)))
+        return float(np.mean(values))
+
+    found = {}
+    for role, values in (("question", question), ("supporting", supporting),
+                         ("other", other)):
+        found[f"ponder_{role}"] = mean(values)
+        found[f"steps_{role}"] = mean(values, steps=True)
+    return found
 
 
 def run_group(args, tasks, loaded, seed, started, checkpoint=None,
@@ -516,7 +533,8 @@ def task_line(runs, chosen, by_train):
     and its spread (sample s.d.; None for one seed), the seeds chosen by
     validation and by training error, the paper's, the two rules with no
     parameters, the epochs kept, the examples/s and ACT's ponder times
-    (None where no sentence of that kind was pondered)."""
+    `N + R` and steps `N` (None where no sentence of that kind was
+    pondered)."""
     errors = [r["test_error"] for r in runs]
 
     def mean(name):
@@ -535,8 +553,9 @@ def task_line(runs, chosen, by_train):
         "majority_rule": 100 * (1 - runs[0]["majority_rule"]),
         "epochs_kept": [r["best_epoch"] for r in runs],
         "examples_per_s": mean("examples_per_s"),
-        **{name: mean(name) for name in (
-            "ponder_question", "ponder_supporting", "ponder_other")},
+        **{f"{kind}_{role}": mean(f"{kind}_{role}")
+           for kind in ("ponder", "steps")
+           for role in ("question", "supporting", "other")},
     }
 
 
@@ -766,6 +785,12 @@ def parser():
     ut.add_argument("--dropout", type=float, default=0.1)
     ut.add_argument("--readout", choices=("mean", "question"),
                     default="mean")
+    ut.add_argument("--act-style", choices=("graves", "tensor2tensor"),
+                    default="graves",
+                    help="ACT as Graves (default: the halting unit on a "
+                         "unit-norm input, a remainder at the cap, the "
+                         "weighted sum) or as the authors' tensor2tensor "
+                         "code (UniversalTransformerReader's act_style)")
     ut.add_argument("--schedule", choices=("rsqrt", "constant"),
                     default="rsqrt",
                     help="rsqrt (default, the authors' tensor2tensor "

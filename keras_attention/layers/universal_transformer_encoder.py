@@ -24,6 +24,10 @@ def _unit_norm(state, epsilon=1e-5):
         state.shape[-1]) ** 0.5
 
 
+HALTING_INPUTS = ("unit_norm", "state")
+ACT_OUTPUTS = ("weighted_sum", "interpolate")
+
+
 @keras.saving.register_keras_serializable(package="keras_attention")
 class UniversalTransformerEncoder(keras.layers.Layer):
     """A Transformer encoder block shared across `max_steps` recurrent
@@ -69,6 +73,17 @@ class UniversalTransformerEncoder(keras.layers.Layer):
     and the ponder times rise where a second hop is needed
     (docs/models/universal-transformer.md has the measurements).
 
+    tensor2tensor's ACT (`universal_transformer_util.adaptive_universal_
+    transformer`) departs from Graves' in three ways, each an argument
+    here: its halting unit reads the step input itself
+    (`halting_input="state"`); a position that reaches `max_steps` without
+    crossing the threshold stops there without a remainder, its weights
+    summing to less than 1 (`halt_at_cap=False`); and its output
+    interpolates, `o_t = w_t·h_t + (1 − w_t)·o_{t−1}` from `o_0 = 0`
+    (`act_output="interpolate"`), instead of summing `Σ w_t·h_t`. Its
+    ponder cost is the same `N + R` (over every position, padding
+    included; here over the real positions).
+
     With `normalize_first=True` (pre-norm, tensor2tensor's UT) a final
     layer normalization is applied to the output, as tensor2tensor's
     encoder does after its last step.
@@ -83,6 +98,14 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         act: bool, Adaptive Computation Time.
         act_threshold: float in (0, 1], the halting threshold 1 − ε.
         ponder_weight: float >= 0, the ponder cost's weight in the losses.
+        halting_input: `"unit_norm"` (default), the step input centred
+            and scaled to norm 1, or `"state"`, the step input itself
+            (tensor2tensor's).
+        halt_at_cap: bool; True (default) halts every position still
+            running at `max_steps` with its remainder (Graves'); False
+            lets it stop there without one (tensor2tensor's).
+        act_output: `"weighted_sum"` (default, Graves') or
+            `"interpolate"` (tensor2tensor's), see above.
         halting_initializer: the halting unit's kernel initializer;
             `"zeros"` (default) starts every position at `p = sigmoid(1)`.
             The unit reads the step input, whose norm is about √D times
@@ -129,7 +152,8 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                  dropout=0.0, activation="relu", layer_norm_epsilon=1e-5,
                  normalize_first=False, kernel_initializer="glorot_uniform",
                  bias_initializer="zeros", halting_initializer="zeros",
-                 **kwargs):
+                 halting_input="unit_norm", halt_at_cap=True,
+                 act_output="weighted_sum", **kwargs):
         super().__init__(**kwargs)
         self.intermediate_dim = _validation.positive_int("intermediate_dim",
                                                          intermediate_dim)
@@ -159,6 +183,11 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         self.bias_initializer = keras.initializers.get(bias_initializer)
         self.halting_initializer = keras.initializers.get(
             halting_initializer)
+        self.halting_input = _validation.choice(
+            "halting_input", halting_input, HALTING_INPUTS)
+        self.halt_at_cap = bool(halt_at_cap)
+        self.act_output = _validation.choice("act_output", act_output,
+                                             ACT_OUTPUTS)
         self.supports_masking = True
 
     def build(self, inputs_shape):
@@ -237,13 +266,15 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         output = ops.zeros_like(inputs)
         for step in range(self.max_steps):
             state = self._step_input(state, step)
-            probability = ops.cast(
-                self.halting(_unit_norm(state))[..., 0], "float32")
+            unit = (state if self.halting_input == "state"
+                    else _unit_norm(state))
+            probability = ops.cast(self.halting(unit)[..., 0], "float32")
             last = step == self.max_steps - 1
             crossing = ops.cast(
                 halted_sum + probability * running > self.act_threshold,
                 "float32")
-            newly_halted = running if last else crossing * running
+            newly_halted = (running if last and self.halt_at_cap
+                            else crossing * running)
             still = running - newly_halted
             halted_sum = halted_sum + probability * still
             remainders = remainders + newly_halted * (1.0 - halted_sum)
@@ -251,8 +282,11 @@ class UniversalTransformerEncoder(keras.layers.Layer):
             weight = probability * still + newly_halted * (1.0 - halted_sum)
             state = self.block(state, padding_mask=padding_mask,
                                training=training)
-            # (B, T) -> (B, T, 1): the weighted sum of the step states.
-            output = output + ops.cast(weight, state.dtype)[..., None] * state
+            weight = ops.cast(weight, state.dtype)[..., None]  # (B, T, 1)
+            if self.act_output == "interpolate":
+                output = weight * state + (1.0 - weight) * output
+            else:  # the weighted sum of the step states
+                output = output + weight * state
             running = still
         ponder = updates + remainders  # (B, T)
         real = ops.cast(padding_mask, "float32")
@@ -281,5 +315,8 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                 self.bias_initializer),
             "halting_initializer": keras.initializers.serialize(
                 self.halting_initializer),
+            "halting_input": self.halting_input,
+            "halt_at_cap": self.halt_at_cap,
+            "act_output": self.act_output,
         })
         return quantized_dtype_config(self, config)

@@ -13,6 +13,18 @@ from keras_attention import _validation
 from keras_attention.layers import UniversalTransformerEncoder
 
 READOUTS = ("mean", "question")
+# `act_style` -> the encoder's ACT arguments. tensor2tensor's halting unit
+# is a dense layer under its "uniform_unit_scaling" initializer (variance
+# 1/fan-in) reading the step input; its ACT stops a position at the cap
+# without a remainder and interpolates the output.
+ACT_STYLES = {
+    "graves": {},
+    "tensor2tensor": {
+        "halting_input": "state", "halt_at_cap": False,
+        "act_output": "interpolate",
+        "halting_initializer": {"class_name": "VarianceScaling", "config": {
+            "scale": 1.0, "mode": "fan_in", "distribution": "uniform"}}},
+}
 
 
 def newest_first(story):
@@ -86,6 +98,12 @@ class UniversalTransformerReader(keras.Model):
             that pre-norm learns (docs/models/universal-transformer.md).
         readout: `"mean"` (every real position's final state, averaged)
             or `"question"` (the question's final state).
+        act_style: `"graves"` (default: the encoder's defaults, the
+            halting unit reading a unit-norm input from a zero kernel) or
+            `"tensor2tensor"` (the authors' code: the unit reads the step
+            input itself from a kernel of variance 1/D, a position at the
+            cap stops without a remainder, the output interpolates; see
+            `UniversalTransformerEncoder`).
 
     Call arguments:
         inputs: dict `{"story": (B, M, J) int, "question": (B, J) int}`,
@@ -121,7 +139,7 @@ class UniversalTransformerReader(keras.Model):
                  num_heads=4, intermediate_dim=128, max_steps=4, act=False,
                  act_threshold=0.99, ponder_weight=0.01, dropout=0.0,
                  newest_first=False, normalize_first=True, readout="mean",
-                 **kwargs):
+                 act_style="graves", **kwargs):
         super().__init__(**kwargs)
         self.vocabulary_size = _validation.positive_int("vocabulary_size",
                                                         vocabulary_size)
@@ -146,6 +164,8 @@ class UniversalTransformerReader(keras.Model):
                 f"normalize_first={normalize_first!r}")
         self.normalize_first = bool(normalize_first)
         self.readout = _validation.choice("readout", readout, READOUTS)
+        self.act_style = _validation.choice("act_style", act_style,
+                                            tuple(ACT_STYLES))
         policy = self.dtype_policy
         # tensor2tensor's "sqrt_depth": N(0, 1/D), times √D in _sentences.
         self.word_embedding = keras.layers.Embedding(
@@ -158,7 +178,7 @@ class UniversalTransformerReader(keras.Model):
             max_steps=max_steps, act=act, act_threshold=act_threshold,
             ponder_weight=ponder_weight, dropout=dropout,
             normalize_first=self.normalize_first, dtype=policy,
-            name="universal_transformer")
+            name="universal_transformer", **ACT_STYLES[self.act_style])
         # The encoder's checked values.
         self.max_steps = self.encoder.max_steps
         self.act = self.encoder.act
@@ -239,5 +259,6 @@ class UniversalTransformerReader(keras.Model):
             "newest_first": self.newest_first,
             "normalize_first": self.normalize_first,
             "readout": self.readout,
+            "act_style": self.act_style,
         })
         return config

@@ -92,10 +92,13 @@ def act_reference(encoder, inputs, padding):
     weights = []
     for step in range(steps):
         state = state + as_numpy(coordinate_embedding(LENGTH, step, DIM))[None]
-        # The unit reads the state centred and scaled to norm 1.
+        # The unit reads the state centred and scaled to norm 1, or (as
+        # tensor2tensor's) the state itself.
         centred = state - state.mean(-1, keepdims=True)
         unit = centred / np.sqrt((centred ** 2).mean(-1, keepdims=True)
                                  + 1e-5) / np.sqrt(DIM)
+        if encoder.halting_input == "state":
+            unit = state
         p = as_numpy(encoder.halting(unit.astype("float32")))[..., 0].astype(
             "float64")
         weight = np.zeros((BATCH, LENGTH))
@@ -104,7 +107,8 @@ def act_reference(encoder, inputs, padding):
                 if not running[b, t]:
                     continue
                 taken[b, t] += 1
-                if step == steps - 1 or halted_sum[b, t] + p[b, t] > threshold:
+                capped = step == steps - 1 and encoder.halt_at_cap
+                if capped or halted_sum[b, t] + p[b, t] > threshold:
                     remainder[b, t] = 1.0 - halted_sum[b, t]
                     weight[b, t] = remainder[b, t]
                     running[b, t] = False
@@ -112,7 +116,11 @@ def act_reference(encoder, inputs, padding):
                     halted_sum[b, t] += p[b, t]
                     weight[b, t] = p[b, t]
         state = as_numpy(encoder.block(state, padding_mask=padding))
-        output += weight[..., None] * state
+        if encoder.act_output == "interpolate":  # tensor2tensor's
+            output = weight[..., None] * state + (
+                1 - weight[..., None]) * output
+        else:
+            output += weight[..., None] * state
         weights.append(weight)
     return output, taken + remainder, np.stack(weights)
 
@@ -165,6 +173,57 @@ def test_act_golden_values_for_a_constant_halting_probability(
                     atol=1e-4)
 
 
+TENSOR2TENSOR = dict(halting_input="state", halt_at_cap=False,
+                     act_output="interpolate")
+
+
+@pytest.mark.parametrize("bias", [1.0, -6.0, 3.0])
+def test_tensor2tensor_act_matches_its_bookkeeping(bias):
+    """tensor2tensor's ACT: the unit reads the step input itself, a
+    position at the cap stops without a remainder (its weights sum to
+    less than 1), the output interpolates."""
+    encoder = _encoder(act=True, ponder_weight=0.1,
+                       halting_initializer="glorot_uniform", **TENSOR2TENSOR)
+    encoder.halting.bias.assign(np.full((1,), bias, "float32"))
+    inputs, padding = _inputs(), _padding()
+    output, ponder = encoder(inputs, padding_mask=padding,
+                             return_ponder=True)
+    want_output, want_ponder, weights = act_reference(encoder, inputs,
+                                                      padding)
+    assert np.all(weights.sum(0) <= 1.0 + 1e-6)
+    assert_allclose(output, want_output, atol=1e-4)
+    assert_allclose(ponder, want_ponder, atol=1e-5)
+    if bias == -6.0:  # never crosses: every position stops at the cap
+        assert_allclose(ponder, np.full((BATCH, LENGTH), 4.0), atol=1e-6)
+        assert np.all(weights.sum(0) < 0.5)
+
+
+def test_tensor2tensor_golden_values_below_the_threshold():
+    """p = 0.2 four times never crosses 0.99: Graves' rule halts at the
+    cap with R = 0.4 (N + R = 4.4, weights .2 .2 .2 .4, summed);
+    tensor2tensor's stops there with none (4.0), interpolating
+    o = .2·h_t + .8·o_{t-1}."""
+    inputs, padding = _inputs(), _padding()
+    found = {}
+    for name, options in (("graves", {}), ("t2t", TENSOR2TENSOR)):
+        encoder = _encoder(act=True, max_steps=4, **options)
+        encoder.halting.kernel.assign(np.zeros((DIM, 1), "float32"))
+        encoder.halting.bias.assign(
+            np.full((1,), np.log(0.2 / 0.8), "float32"))
+        found[name] = encoder(inputs, padding_mask=padding,
+                              return_ponder=True), encoder
+    (output, ponder), encoder = found["graves"]
+    assert_allclose(ponder, np.full((BATCH, LENGTH), 4.4), atol=1e-5)
+    assert_allclose(output, _by_hand(encoder, inputs, padding,
+                                     [0.2, 0.2, 0.2, 0.4]), atol=1e-4)
+    (output, ponder), encoder = found["t2t"]
+    assert_allclose(ponder, np.full((BATCH, LENGTH), 4.0), atol=1e-5)
+    # o_4 = .2 h4 + .8 (.2 h3 + .8 (.2 h2 + .8 (.2 h1)))
+    weights = [0.2 * 0.8 ** 3, 0.2 * 0.8 ** 2, 0.2 * 0.8, 0.2]
+    assert_allclose(output, _by_hand(encoder, inputs, padding, weights),
+                    atol=1e-4)
+
+
 def test_every_position_starts_at_the_same_halting_probability():
     """The default zero kernel: p = sigmoid(1) at every position and step,
     so every position halts at step 2 with R = 1 - sigmoid(1), whatever
@@ -191,8 +250,10 @@ def test_act_gradient_reaches_the_halting_unit():
     "init_kwargs",
     [{"max_steps": 2, "normalize_first": True},
      {"max_steps": 3, "act": True, "act_threshold": 0.9,
-      "ponder_weight": 0.05, "dropout": 0.1}],
-    ids=["recurrent_pre_norm", "act"])
+      "ponder_weight": 0.05, "dropout": 0.1},
+     {"max_steps": 3, "act": True, "halting_input": "state",
+      "halt_at_cap": False, "act_output": "interpolate"}],
+    ids=["recurrent_pre_norm", "act", "act_tensor2tensor"])
 def test_harness(init_kwargs):
     act = init_kwargs.get("act", False)
     pre_norm = init_kwargs.get("normalize_first", False)
@@ -220,7 +281,9 @@ def test_harness(init_kwargs):
      ({"ponder_weight": -1.0}, "ponder_weight=-1.0"),
      ({"dropout": 1.0}, "dropout=1.0"),
      ({"key_dim": 0}, "key_dim=0"),
-     ({"layer_norm_epsilon": -1.0}, "layer_norm_epsilon=-1.0")])
+     ({"layer_norm_epsilon": -1.0}, "layer_norm_epsilon=-1.0"),
+     ({"halting_input": "raw"}, "halting_input='raw'"),
+     ({"act_output": "sum"}, "act_output='sum'")])
 def test_argument_errors_name_the_argument(kwargs, message):
     with pytest.raises(ValueError, match=message):
         UniversalTransformerEncoder(intermediate_dim=16, num_heads=2,

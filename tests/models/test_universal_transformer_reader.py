@@ -234,6 +234,32 @@ def test_act_learns_two_hops_with_more_than_one_step(backend):
     assert measured["more_than_one_step"] >= 0.9, measured
 
 
+def test_tensor2tensor_act_style_sets_the_encoders_rule_and_saves(
+        tmp_path):
+    """`act_style="tensor2tensor"`: the encoder's halting unit reads the
+    step input from a variance-1/D kernel, stops at the cap without a
+    remainder and interpolates; the style survives saving."""
+    reader = _reader(act=True, act_style="tensor2tensor")
+    inputs = _story()
+    output, ponder = reader(inputs, return_ponder=True)
+    encoder = reader.encoder
+    assert (encoder.halting_input, encoder.halt_at_cap,
+            encoder.act_output) == ("state", False, "interpolate")
+    kernel = as_numpy(encoder.halting.kernel)
+    assert np.abs(kernel).max() <= (3 / 16) ** 0.5 + 1e-6  # U(±√(3/D))
+    assert np.abs(kernel).max() > 0
+    ponder = as_numpy(ponder)
+    assert np.all(ponder >= 1.0) and np.all(ponder <= 3.0 + 1.0)
+    assert _reader(act=True).encoder.halting_input == "unit_norm"
+    path = os.path.join(tmp_path, "reader.keras")
+    reader.save(path)
+    restored = keras.saving.load_model(path)
+    assert restored.get_config()["act_style"] == "tensor2tensor"
+    assert_allclose(restored(inputs), output, atol=1e-5)
+    with pytest.raises(ValueError, match="act_style='t2t'"):
+        _reader(act_style="t2t")
+
+
 def test_learns_babi_task_1_and_saves(tmp_path):
     samples = babi.parse_babi(babi.generate_babi(1, 60, seed=0))
     vocabulary = babi.BabiVocabulary.from_samples(samples)
