@@ -125,24 +125,31 @@ def act_reference(encoder, inputs, padding):
     return output, taken + remainder, np.stack(weights)
 
 
-@pytest.mark.parametrize("threshold, bias", [(0.99, 1.0), (0.5, 0.0),
-                                             (0.99, -6.0), (1e-3, 0.0)],
-                         ids=["default", "half", "never_halts", "at_once"])
-def test_act_matches_graves_rule_and_weights_sum_to_one(threshold, bias):
-    # A random kernel, so the positions' halting probabilities differ.
-    encoder = _encoder(act=True, act_threshold=threshold, ponder_weight=0.1,
-                       halting_initializer="glorot_uniform")
+def _act_against_reference(bias, **options):
+    """The layer's ACT (a random kernel, so the positions' halting
+    probabilities differ; the unit's bias `bias`) against
+    `act_reference`: `(encoder, ponder, weights)`."""
+    encoder = _encoder(act=True, ponder_weight=0.1,
+                       halting_initializer="glorot_uniform", **options)
     encoder.halting.bias.assign(np.full((1,), bias, "float32"))
     inputs, padding = _inputs(), _padding()
     output, ponder = encoder(inputs, padding_mask=padding,
                              return_ponder=True)
     want_output, want_ponder, weights = act_reference(encoder, inputs,
                                                       padding)
-    np.testing.assert_allclose(weights.sum(0), 1.0, atol=1e-6)
-    assert np.all(weights >= 0)
     assert_allclose(output, want_output, atol=1e-4)
     assert_allclose(ponder, want_ponder, atol=1e-5)
-    ponder = as_numpy(ponder)
+    return encoder, as_numpy(ponder), weights
+
+
+@pytest.mark.parametrize("threshold, bias", [(0.99, 1.0), (0.5, 0.0),
+                                             (0.99, -6.0), (1e-3, 0.0)],
+                         ids=["default", "half", "never_halts", "at_once"])
+def test_act_matches_graves_rule_and_weights_sum_to_one(threshold, bias):
+    encoder, ponder, weights = _act_against_reference(
+        bias, act_threshold=threshold)
+    np.testing.assert_allclose(weights.sum(0), 1.0, atol=1e-6)
+    assert np.all(weights >= 0)
     assert np.all(ponder >= 1.0) and np.all(ponder <= 4.0 + 1.0)
     if bias == -6.0:  # p ~ 0.0025: every position runs every step
         np.testing.assert_array_equal(np.floor(ponder), 4.0)
@@ -182,17 +189,8 @@ def test_tensor2tensor_act_matches_its_bookkeeping(bias):
     """tensor2tensor's ACT: the unit reads the step input itself, a
     position at the cap stops without a remainder (its weights sum to
     less than 1), the output interpolates."""
-    encoder = _encoder(act=True, ponder_weight=0.1,
-                       halting_initializer="glorot_uniform", **TENSOR2TENSOR)
-    encoder.halting.bias.assign(np.full((1,), bias, "float32"))
-    inputs, padding = _inputs(), _padding()
-    output, ponder = encoder(inputs, padding_mask=padding,
-                             return_ponder=True)
-    want_output, want_ponder, weights = act_reference(encoder, inputs,
-                                                      padding)
+    _, ponder, weights = _act_against_reference(bias, **TENSOR2TENSOR)
     assert np.all(weights.sum(0) <= 1.0 + 1e-6)
-    assert_allclose(output, want_output, atol=1e-4)
-    assert_allclose(ponder, want_ponder, atol=1e-5)
     if bias == -6.0:  # never crosses: every position stops at the cap
         assert_allclose(ponder, np.full((BATCH, LENGTH), 4.0), atol=1e-6)
         assert np.all(weights.sum(0) < 0.5)
