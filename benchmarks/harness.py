@@ -475,7 +475,8 @@ def variant_seed_runs(script, given, args, flags, train, also_strip=()):
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
     if args.parallel <= 1 or len(jobs) <= 1:
-        return [train(variant, seed) for variant, seed in jobs]
+        return [train(variant, seed) for variant, seed in before_deadline(
+            jobs, getattr(args, "deadline", None))]
     common = strip_options(
         given, {"--variants", "--seeds", "--parallel", "--results-dir",
                 "--results-name", "--append", *also_strip}, flags)
@@ -488,6 +489,21 @@ def variant_seed_runs(script, given, args, flags, train, also_strip=()):
             getattr(args, "deadline", None)):
         rows.extend(found)
     return rows
+
+
+def before_deadline(jobs, deadline):
+    """The `(variant, seed)` jobs, each as it is begun: the first always
+    (a piece makes progress), no later one once `deadline` (a
+    `time.time()`, or None) has passed; those are named (`--resume`
+    begins them)."""
+    for number, job in enumerate(jobs):
+        if number and deadline is not None and time.time() >= deadline:
+            print("not started (the deadline had passed; --resume starts "
+                  "them): " + ", ".join(f"{variant}_seed{seed}"
+                                        for variant, seed in jobs[number:]),
+                  flush=True)
+            return
+        yield job
 
 
 def run_pinned(script, jobs, parallel, logs, deadline=None):

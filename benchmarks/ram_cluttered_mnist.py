@@ -371,9 +371,12 @@ def train_run(variant, seed, args, data):
     validation = inputs_of(variant, data["validation"], args)
     model(validation[:2])  # built, to restore into
     checkpoint = harness.checkpoint_for(args, variant, seed)
+    spent = []  # every epoch's seconds, the earlier pieces' too
     if checkpoint is not None and (checkpoint / "state.json").is_file():
-        fitted = json.loads((checkpoint / "state.json").read_text())[
-            "counts"].get("schedule_epochs")
+        counts = json.loads((checkpoint / "state.json").read_text())[
+            "counts"]
+        spent += counts.get("epoch_seconds", [])
+        fitted = counts.get("schedule_epochs")
         if fitted:  # the schedule the run was fitted to goes on
             schedule.decay_steps = fitted[0] * steps_per_epoch
     diagnosis = {}
@@ -384,13 +387,13 @@ def train_run(variant, seed, args, data):
         print(f"{variant} seed {seed}: gradient norms at the core, start: "
               f"{diagnosis['start']}", flush=True)
 
-    spent = []  # this piece's epochs' seconds
-
     def epoch(model, index, rng):
+        # The clock of the rule's time budget: the whole epoch, the
+        # canvases' making included (validation not).
+        started = time.perf_counter()
         canvases = mnist.cluttered(train_digits, seed=seed * 100_003 + index,
                                    **canvas_options(args))
         order = rng.permutation(len(canvases.labels))[:count]
-        started = time.perf_counter()
         model.fit(inputs_of(variant, canvases, args)[order],
                   canvases.labels[order], batch_size=args.batch_size,
                   epochs=1, shuffle=False, verbose=0)

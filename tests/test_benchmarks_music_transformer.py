@@ -210,14 +210,14 @@ def test_parallel_runs_each_job_in_its_own_process(tmp_path):
 def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
     """`--minutes` ends a piece after its first validation (no model
     saved, nothing summarized); `--resume` goes on to the rule's
-    `--steps` with the same batches and schedule: the validation curve
-    of the uninterrupted run."""
+    `--steps` with the same batches, schedule and dropout draws: the
+    validation curve of the uninterrupted run."""
     _made_up(tmp_path / "chorales.json.gz")
     tiny = ["--data", str(tmp_path / "chorales.json.gz"), "--steps", "4",
             "--eval-every", "2", "--layers", "1", "--hidden", "16",
             "--heads", "2", "--ff", "32", "--window", "32", "--start-every",
             "16", "--batch", "4", "--max-relative", "8", "--warmup", "1",
-            "--dropout", "0", "--no-samples", "--variants", "relative"]
+            "--dropout", "0.3", "--no-samples", "--variants", "relative"]
     _, whole = run_benchmark(
         "music_transformer_jsb.py", tmp_path / "whole", *tiny, "--save-dir",
         str(tmp_path / "whole_models"), timeout=600)

@@ -170,23 +170,26 @@ def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
               "--variants", "ram4", "--sampled-paths", "2", "--save-dir",
               str(tmp_path / "models"), "--checkpoint-dir",
               str(tmp_path / "checkpoints")]
-    _, record = run_benchmark(
+    stdout, record = run_benchmark(
         "ram_cluttered_mnist.py", tmp_path / "results", *common,
-        "--minutes", "0.0001", timeout=600)
+        "--seeds", "0,1", "--minutes", "0.0001", timeout=600)
+    # The first run makes a piece of progress; the second is not begun.
+    assert "not started (the deadline had passed" in stdout
     (row,) = record["rows"]
     assert len(row["validation_curve"]) == 1 and not row["finished"]
     assert row["test_error"] is None and "test_error_sampled" not in row
     assert record["summary"] == {}
     assert not (tmp_path / "models").exists()
     stdout, record = run_benchmark(
-        "ram_cluttered_mnist.py", tmp_path / "results", *common, "--resume",
-        timeout=600)
+        "ram_cluttered_mnist.py", tmp_path / "results", *common,
+        "--seeds", "0,1", "--resume", timeout=600)
     assert "ram4 seed 0: resumed at epoch 1" in stdout
-    (row,) = record["rows"]
+    row, second = record["rows"]
     assert row["finished"] and row["stopped_by"] == "budget: 3 epochs"
     assert len(row["validation_curve"]) == 3 and row["weights_sha256"]
     assert 0 <= row["test_error"] <= 1 and row["sampled_paths"] == 2
-    assert record["summary"]["ram4"]["seeds"] == 1
+    assert second["seed"] == 1 and second["finished"]
+    assert record["summary"]["ram4"]["seeds"] == 2
     # Resuming with other settings is one line.
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"),

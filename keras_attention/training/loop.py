@@ -54,7 +54,9 @@ class StoppingRule:
         min_delta: a float >= 0, the least gain that counts as better.
         minutes: with a float > 0, a time budget: the run also finishes at
             the end of the first epoch by which it has trained that many
-            minutes in all (over every piece); None (the default) has none.
+            minutes in all (over every piece; the time of `train_run`'s
+            `epoch` calls, validation not counted), once past any warm-up
+            epochs (`select_from`); None (the default) has none.
 
     Example:
 
@@ -86,12 +88,15 @@ class StoppingRule:
         """Why a run with validation scores `curve` (one an epoch) and
         `seconds` of training in all is finished, or None while it goes
         on. Epochs before `first` (0-based) are not candidates for the
-        best (see `train_run`'s `select_from`)."""
+        best (see `train_run`'s `select_from`): no time budget or patience
+        finishes a run before one is."""
         if len(curve) >= self.epochs:
             return f"budget: {self.epochs} epochs"
+        if len(curve) <= first:
+            return None
         if self.minutes is not None and seconds >= 60.0 * self.minutes:
             return f"budget: {self.minutes:g} minutes of training"
-        if self.patience is None or len(curve) <= first:
+        if self.patience is None:
             return None
         best = best_epoch(curve, higher_is_better, first, self.min_delta)
         if len(curve) - 1 - best >= self.patience:
@@ -139,11 +144,20 @@ def machine_name():
     return f"{name}, {os.cpu_count()} cores"
 
 
+def _seed_states(model):
+    """The model's random-number states (its dropout layers' and other
+    `keras.random.SeedGenerator`s'), which its weights file leaves out."""
+    return [variable for variable in model.variables
+            if variable.path.endswith("seed_generator_state")]
+
+
 class _Checkpoint:
     """A run's saved state in `directory`: `state.json` (written last and
     atomically, so a run killed while saving resumes from the epoch
-    before), `last.weights.h5` (the model and its optimizer) and
-    `best.npz` (the selected weights)."""
+    before), `last.weights.h5` (the model and its optimizer), `seeds.npz`
+    (the model's seed generators' states, so dropout and sampling go on
+    as in one uninterrupted run) and `best.npz` (the selected
+    weights)."""
 
     def __init__(self, directory):
         self.directory = pathlib.Path(directory)
@@ -155,6 +169,8 @@ class _Checkpoint:
     def save(self, model, state, best_weights=None):
         self.directory.mkdir(parents=True, exist_ok=True)
         model.save_weights(self.directory / "last.weights.h5")
+        np.savez(self.directory / "seeds.npz",
+                 *[np.asarray(v.value) for v in _seed_states(model)])
         if best_weights is not None:
             np.savez(self.directory / "best.npz", *best_weights)
         self.write_state(state)
@@ -183,6 +199,11 @@ class _Checkpoint:
             # the schedule goes on) from the weights file.
             model.optimizer.build(model.trainable_variables)
         model.load_weights(self.directory / "last.weights.h5")
+        seeds = self.directory / "seeds.npz"
+        if seeds.is_file():  # (checkpoints of before it lack the file)
+            stored = np.load(seeds)
+            for index, variable in enumerate(_seed_states(model)):
+                variable.assign(stored[f"arr_{index}"])
         best = self.directory / "best.npz"
         if not best.is_file():
             return None
@@ -246,7 +267,9 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         The run's state, a dict: `epoch` (epochs trained), `curve` (the
         validation scores), `best` (the selected epoch, 1-based, and its
         score), `finished`, `stopped_by` (the rule's reason, or None),
-        `seconds` (training time over every piece), `pieces`, `test` (the
+        `seconds` (training and validation time over every piece),
+        `train_seconds` (the `epoch` calls' alone: the time budget's
+        clock), `pieces`, `test` (the
         test results, None until the run is finished), with a `directory`
         and once finished `weights_sha256` (the hash of the saved selected
         weights, `last.weights.h5`), and the summed counts `epoch`
@@ -276,12 +299,18 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
                          f"rule={rule!r}")
     _validation.choice("selection", selection, SELECTIONS)
     _validation.non_negative_int("select_from", select_from)
+    if select_from >= rule.epochs:
+        raise ValueError(
+            f"`select_from` must be below the rule's epochs ({rule.epochs}: "
+            f"the run could select no epoch), received: "
+            f"select_from={select_from}")
     if seconds is not None:
         _validation.positive_float("seconds", seconds)
     checkpoint = None if directory is None else _Checkpoint(directory)
     rng = np.random.default_rng(seed)
     state = {"epoch": 0, "curve": [], "scores": [], "best": None,
              "finished": False, "stopped_by": None, "seconds": 0.0,
+             "train_seconds": 0.0,
              "pieces": [], "test": None, "counts": {}}
     best_weights = None
     if checkpoint is not None and checkpoint.exists():
@@ -312,6 +341,8 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         index = state["epoch"]
         epoch_started = time.perf_counter()
         counts = epoch(model, index, rng) or {}
+        state["train_seconds"] = state.get("train_seconds", 0.0) + (
+            time.perf_counter() - epoch_started)
         _add_counts(state["counts"], counts)
         score = _score(validate(model))
         state["epoch"] = index + 1
@@ -328,7 +359,8 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
                 improved = selection == "best"
                 best_weights = model.get_weights() if improved else None
         state["stopped_by"] = rule.stopped_by(
-            state["curve"], higher_is_better, select_from, state["seconds"])
+            state["curve"], higher_is_better, select_from,
+            state["train_seconds"])
         state["finished"] = state["stopped_by"] is not None
         if verbose:
             best = state["best"]

@@ -17,7 +17,10 @@ Y = np.sin(3 * X)
 
 def model(seed=0):
     keras.utils.set_random_seed(seed)
+    # Dropout draws from a seed generator: a resumed run must go on with
+    # its state, which the weights file leaves out.
     net = keras.Sequential([keras.Input((1,)), keras.layers.Dense(8, "tanh"),
+                            keras.layers.Dropout(0.3, seed=seed),
                             keras.layers.Dense(1)])
     # A schedule on the optimizer's step: a resumed run must go on with it.
     net.compile(optimizer=keras.optimizers.Adam(
@@ -63,6 +66,11 @@ def test_the_rule_budget_patience_and_warm_up():
     # Epochs before `first` (a warm-up) neither count as best nor wait.
     assert rule.stopped_by([0.9, 0.1, 0.2], first=1) is None
     assert best_epoch([0.9, 0.1, 0.2, 0.15], first=1) == 2
+    # No time budget finishes a run inside its warm-up epochs.
+    assert StoppingRule(10, minutes=1.0).stopped_by(
+        [0.1, 0.2], first=2, seconds=600.0) is None
+    assert StoppingRule(10, minutes=1.0).stopped_by(
+        [0.1, 0.2, 0.3], first=2, seconds=600.0).startswith("budget")
     # A time budget counts the training of every piece.
     timed = StoppingRule(10, minutes=2.0)
     assert timed.stopped_by([0.1, 0.2], seconds=119.0) is None
@@ -85,6 +93,9 @@ def test_bad_arguments_name_themselves():
     with pytest.raises(ValueError, match="selection"):
         train_run(model(), epoch=None, validate=None, rule=StoppingRule(3),
                   selection="first")
+    with pytest.raises(ValueError, match="select_from=3"):
+        train_run(model(), epoch=None, validate=None, rule=StoppingRule(3),
+                  select_from=3)
 
 
 def test_the_best_validation_epoch_is_selected_and_tested_once():
@@ -125,6 +136,7 @@ def test_a_time_budget_finishes_the_run_and_tests_it():
     assert state["epoch"] == 1 and state["finished"]
     assert state["stopped_by"].endswith("minutes of training")
     assert recorder.tests == 1
+    assert 0 < state["train_seconds"] <= state["seconds"]
 
 
 def test_patience_finishes_the_run_early():
