@@ -203,23 +203,29 @@ def paper_learning_rate(args, epoch):
 
 
 def predict(model, inputs, batch_size, ponder=False):
-    """Answer ids `(N,)`, and with `ponder` the ponder times `(N, 1+M)`."""
+    """Answer ids `(N,)`, and with `ponder` the ponder times `N + R` and
+    the steps taken `N`, each `(N, 1+M)`."""
     import keras
 
-    answers, times = [], []
+    answers, times, taken = [], [], []
     count = len(inputs["question"])
     for start in range(0, count, batch_size):
         batch = {key: value[start:start + batch_size]
                  for key, value in inputs.items()}
         if ponder:
-            logits, steps = model(batch, return_ponder=True)
+            logits, pondered, steps = model(batch, return_ponder=True,
+                                            return_steps=True)
             times.append(keras.ops.convert_to_numpy(
+                keras.ops.cast(pondered, "float32")))
+            taken.append(keras.ops.convert_to_numpy(
                 keras.ops.cast(steps, "float32")))
         else:
             logits = model(batch)
         answers.append(np.argmax(keras.ops.convert_to_numpy(logits), -1))
     answers = np.concatenate(answers)
-    return (answers, np.concatenate(times)) if ponder else answers
+    if ponder:
+        return answers, np.concatenate(times), np.concatenate(taken)
+    return answers
 
 
 def train(args, model, data, seconds_left, seed=0, checkpoint=None,
@@ -324,38 +330,25 @@ def memory_slots(args, samples):
                max(len(sample.sentences) for sample in samples))
 
 
-def ponder_by_role(samples, ponder, memory_size):
-    """Mean ponder time `N + R` (the ponder cost's) of the question, of
-    the supporting sentences and of the other sentences over `samples`
-    (the paper's bAbI figure), and of the steps taken, `N` (what
-    tensor2tensor reports as ponder time, never above the cap):
-    `steps_question`, ... `N` follows from `N + R`: `R` is 1 only where a
-    position halts at its first step (`N + R = 2`), 0 only at the cap of
-    tensor2tensor's rule (`N + R = N`, 3 or more here), else in (0, 1)."""
-    question, supporting, other = [], [], []
-    for sample, times in zip(samples, ponder):
-        ids = sample.sentence_ids[-memory_size:]
-        question.append(times[0])
-        for slot, line in enumerate(ids):
-            (supporting if line in sample.supporting_ids else other).append(
-                times[1 + slot])
-
-    def mean(values, steps=False):  # None where a task has none (task 17)
-        if not values:
-            return None
-        values = np.asarray(values, "float64")
-        if steps:  # N from N + R (see above)
-            whole = np.round(values)
-            exact = np.abs(values - whole) < 1e-4
-            values = np.where(exact & (whole >= 3), whole, np.where(
-                exact & (whole == 2), 1.0, np.floor(values)))
-        return float(np.mean(values))
-
+def ponder_by_role(samples, ponder, steps, memory_size):
+    """Mean ponder time `N + R` (the ponder cost's, `ponder`) of the
+    question, of the supporting sentences and of the other sentences over
+    `samples` (the paper's bAbI figure), and of the steps taken `N`
+    (`steps`, what tensor2tensor reports as ponder time, never above the
+    cap): `ponder_question`, ..., `steps_question`, ..."""
     found = {}
-    for role, values in (("question", question), ("supporting", supporting),
-                         ("other", other)):
-        found[f"ponder_{role}"] = mean(values)
-        found[f"steps_{role}"] = mean(values, steps=True)
+    for kind, times in (("ponder", ponder), ("steps", steps)):
+        roles = {"question": [], "supporting": [], "other": []}
+        for sample, row in zip(samples, times):
+            roles["question"].append(row[0])
+            for slot, line in enumerate(sample.sentence_ids[-memory_size:]):
+                role = ("supporting" if line in sample.supporting_ids
+                        else "other")
+                roles[role].append(row[1 + slot])
+        for role, values in roles.items():
+            # None where a task has no sentence of the kind (task 17).
+            found[f"{kind}_{role}"] = (float(np.mean(values)) if values
+                                       else None)
     return found
 
 
@@ -408,7 +401,8 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
                                   "test_error": 100.0 * (1.0 - accuracy)}
             if act:
                 figures[str(task)].update(ponder_by_role(
-                    loaded[task].test, result[1], args.memory_size))
+                    loaded[task].test, result[1], result[2],
+                    args.memory_size))
         return figures
 
     state = train(args, model, data, args.minutes * 60.0, seed=seed,
@@ -712,7 +706,7 @@ def plot_ponder_story(model, loaded, task, vocabulary, sentence_size, args,
     sample = sample._replace(sentences=sample.sentences[-kept:],
                              sentence_ids=sample.sentence_ids[-kept:])
     inputs, _ = vectorize([sample], vocabulary, args, sentence_size)
-    _, ponder = predict(model, inputs, 1, ponder=True)
+    _, ponder, _ = predict(model, inputs, 1, ponder=True)
     supporting = [i for i, line in enumerate(sample.sentence_ids)
                   if line in sample.supporting_ids]
     pathlib.Path(path).parent.mkdir(parents=True, exist_ok=True)

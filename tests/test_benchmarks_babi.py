@@ -55,14 +55,14 @@ def test_rules_with_no_parameters():
 
 
 def test_ponder_by_role_gives_n_plus_r_and_the_steps_taken():
-    """`N + R` by role, and `N` from it: 2.0 is a first-step halt (N = 1,
-    R = 1), 6.0 tensor2tensor's cap (N = 6, R = 0), 3.4 and 1.5 N = 3
-    and 1."""
+    """`N + R` and `N` by role: the question, the supporting sentence
+    (line 2) and the others."""
     module = _module()
     (sample,) = babi.parse_babi(
         "1 Mary went to the office.\n2 John went to the kitchen.\n"
         "3 Sandra went to the garden.\n4 Where is John?\tkitchen\t2\n")
-    found = module.ponder_by_role([sample], [[2.0, 3.4, 6.0, 1.5]], 50)
+    found = module.ponder_by_role([sample], [[2.0, 3.4, 6.0, 1.5]],
+                                  [[1.0, 3.0, 6.0, 1.0]], 50)
     assert found == pytest.approx({
         "ponder_question": 2.0, "steps_question": 1.0,
         "ponder_supporting": 6.0, "steps_supporting": 6.0,

@@ -122,6 +122,9 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         return_ponder: bool; also return each position's ponder time
             `N + R` `(batch, seq_len)`, in the compute dtype (without ACT,
             `max_steps`).
+        return_steps: bool; also return (after the ponder times, if
+            asked) each position's steps taken `N` `(batch, seq_len)`,
+            what tensor2tensor reports as the ponder time.
         training: bool; enables dropout.
 
     Returns:
@@ -229,7 +232,7 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         return state + coordinates[None]
 
     def call(self, inputs, padding_mask=None, return_ponder=False,
-             training=None):
+             return_steps=False, training=None):
         _validation.rank("inputs", inputs.shape, (3,), "(batch, seq_len, dim)")
         if padding_mask is None:
             padding_mask = attention_ops.implicit_mask(inputs)
@@ -247,16 +250,18 @@ class UniversalTransformerEncoder(keras.layers.Layer):
                                    training=training)
             ponder = ops.full(ops.shape(inputs)[:2], float(self.max_steps),
                               self.compute_dtype)
+            steps = ponder
         else:
-            state, ponder = self._adaptive(inputs, padding_mask, training)
+            state, ponder, steps = self._adaptive(inputs, padding_mask,
+                                                  training)
         if self.normalize_first:
             state = self.output_layer_norm(state)
-        if return_ponder:
-            return state, ponder
-        return state
+        extra = (ponder,) * bool(return_ponder) + (steps,) * bool(return_steps)
+        return (state, *extra) if extra else state
 
     def _adaptive(self, inputs, padding_mask, training):
-        """ACT's weighted output `(B, T, D)` and ponder times `(B, T)`."""
+        """ACT's output `(B, T, D)`, ponder times `N + R` and steps `N`
+        `(B, T)`."""
         shape = ops.shape(inputs)[:2]
         halted_sum = ops.zeros(shape, "float32")  # Σ p of running steps
         remainders = ops.zeros(shape, "float32")
@@ -293,7 +298,8 @@ class UniversalTransformerEncoder(keras.layers.Layer):
         cost = ops.sum(ponder * real) / ops.maximum(ops.sum(real), 1.0)
         if self.ponder_weight > 0:
             self.add_loss(self.ponder_weight * cost)
-        return output, ops.cast(ponder, self.compute_dtype)
+        return (output, ops.cast(ponder, self.compute_dtype),
+                ops.cast(updates, self.compute_dtype))
 
     def get_config(self):
         config = super().get_config()

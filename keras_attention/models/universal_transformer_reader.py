@@ -110,7 +110,9 @@ class UniversalTransformerReader(keras.Model):
             as `keras_attention.data.babi.vectorize_babi` gives them.
         return_ponder: bool; also return the ponder time of the question
             and of each sentence `(B, 1 + M)`, the sentences in the
-            inputs' slot order whatever `newest_first` is.
+            inputs' slot order whatever `newest_first` is (`N + R`).
+        return_steps: bool; also return (after the ponder times, if
+            asked) the steps taken `N`, in the same order.
         training: bool.
 
     Returns:
@@ -217,7 +219,8 @@ class UniversalTransformerReader(keras.Model):
         weights = ops.cast(self.position_mask, embedded.dtype)
         return ops.sum(embedded * weights * present, axis=-2)  # (..., D)
 
-    def call(self, inputs, return_ponder=False, training=None):
+    def call(self, inputs, return_ponder=False, return_steps=False,
+             training=None):
         story = ops.cast(inputs["story"], "int32")  # (B, M, J)
         question = ops.cast(inputs["question"], "int32")  # (B, J)
         if self.newest_first:
@@ -228,20 +231,21 @@ class UniversalTransformerReader(keras.Model):
         slot_mask = ops.any(ops.not_equal(story, 0), axis=-1)  # (B, M)
         mask = ops.concatenate(
             [ops.ones_like(slot_mask[:, :1]), slot_mask], axis=1)
-        states, ponder = self.encoder(sequence, padding_mask=mask,
-                                      return_ponder=True, training=training)
+        states, ponder, steps = self.encoder(
+            sequence, padding_mask=mask, return_ponder=True,
+            return_steps=True, training=training)
         if self.readout == "mean":
             real = ops.cast(mask, states.dtype)[..., None]  # (B, 1+M, 1)
             pooled = ops.sum(states * real, axis=1) / ops.sum(real, axis=1)
         else:
             pooled = states[:, 0]  # the question's state
         logits = self.answer(pooled)  # (B, V)
-        if return_ponder and self.newest_first:  # back to the inputs' slots
-            ponder = ops.concatenate([ponder[:, :1], _reverse_filled(
-                ponder[:, 1:], slot_mask, ponder[:, 1:])], axis=1)
-        if return_ponder:
-            return logits, ponder
-        return logits
+        extra = (ponder,) * bool(return_ponder) + (steps,) * bool(return_steps)
+        if self.newest_first:  # back to the inputs' slots
+            extra = tuple(ops.concatenate([times[:, :1], _reverse_filled(
+                times[:, 1:], slot_mask, times[:, 1:])], axis=1)
+                for times in extra)
+        return (logits, *extra) if extra else logits
 
     def get_config(self):
         config = super().get_config()

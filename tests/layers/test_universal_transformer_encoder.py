@@ -174,8 +174,12 @@ def test_act_golden_values_for_a_constant_halting_probability(
     encoder.halting.bias.assign(
         np.full((1,), np.log(probability / (1 - probability)), "float32"))
     inputs, padding = _inputs(), _padding()
-    output, got = encoder(inputs, padding_mask=padding, return_ponder=True)
+    output, got, steps = encoder(inputs, padding_mask=padding,
+                                 return_ponder=True, return_steps=True)
     assert_allclose(got, np.full((BATCH, LENGTH), ponder), atol=1e-5)
+    # N, the steps taken: the weights' count
+    assert_allclose(steps, np.full((BATCH, LENGTH), float(sum(
+        w > 0 for w in weights))), atol=0)
     assert_allclose(output, _by_hand(encoder, inputs, padding, weights),
                     atol=1e-4)
 
@@ -208,13 +212,17 @@ def test_tensor2tensor_golden_values_below_the_threshold():
         encoder.halting.kernel.assign(np.zeros((DIM, 1), "float32"))
         encoder.halting.bias.assign(
             np.full((1,), np.log(0.2 / 0.8), "float32"))
-        found[name] = encoder(inputs, padding_mask=padding,
-                              return_ponder=True), encoder
-    (output, ponder), encoder = found["graves"]
+        output, ponder, steps = encoder(inputs, padding_mask=padding,
+                                        return_ponder=True,
+                                        return_steps=True)
+        # Both take the 4 steps: N = 4 (Graves' N + R is 4.4).
+        assert_allclose(steps, np.full((BATCH, LENGTH), 4.0), atol=0)
+        found[name] = (output, ponder, encoder)
+    (output, ponder, encoder) = found["graves"]
     assert_allclose(ponder, np.full((BATCH, LENGTH), 4.4), atol=1e-5)
     assert_allclose(output, _by_hand(encoder, inputs, padding,
                                      [0.2, 0.2, 0.2, 0.4]), atol=1e-4)
-    (output, ponder), encoder = found["t2t"]
+    (output, ponder, encoder) = found["t2t"]
     assert_allclose(ponder, np.full((BATCH, LENGTH), 4.0), atol=1e-5)
     # o_4 = .2 h4 + .8 (.2 h3 + .8 (.2 h2 + .8 (.2 h1)))
     weights = [0.2 * 0.8 ** 3, 0.2 * 0.8 ** 2, 0.2 * 0.8, 0.2]

@@ -250,6 +250,11 @@ def test_tensor2tensor_act_style_sets_the_encoders_rule_and_saves(
     assert np.abs(kernel).max() > 0
     ponder = as_numpy(ponder)
     assert np.all(ponder >= 1.0) and np.all(ponder <= 3.0 + 1.0)
+    # The steps taken, N: whole, at most the cap, N <= N + R.
+    _, again, steps = reader(inputs, return_ponder=True, return_steps=True)
+    steps = as_numpy(steps)
+    assert steps.shape == ponder.shape and np.all(steps == np.round(steps))
+    assert np.all((1 <= steps) & (steps <= 3) & (steps <= ponder + 1e-6))
     assert _reader(act=True).encoder.halting_input == "unit_norm"
     path = os.path.join(tmp_path, "reader.keras")
     reader.save(path)
