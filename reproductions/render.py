@@ -16,9 +16,9 @@ is null, such as `babi_backends`, is a benchmark without one):
   template filled from the item; `append` adds lines filled from the
   record, each `{"if": PATH, "cells": {HEADER: TEMPLATE}}` (left out
   when `PATH` is missing; the other cells —);
-- `{"text": TEMPLATE, "if": CONDITION}`: a paragraph filled from the
-  record (left out when a field it names is missing, or its condition
-  fails);
+- `{"text": TEMPLATE, "if": CONDITION, "unless": CONDITION}`: a
+  paragraph filled from the record (left out when a field it names is
+  missing, its `if` fails or its `unless` holds);
 - `{"each": PATH, "blocks": [...]}`: the blocks once for each item at
   `PATH` (with `where` and `require` as a table's), filled from the item.
 
@@ -88,12 +88,17 @@ class _Formatter(string.Formatter):
             return str(_UNITS[spec](value))
         if spec.startswith("each "):  # a list (or dict), each entry
             if isinstance(value, dict):
-                return ", ".join(f"{key} {self.format_field(v, spec[5:])}"
+                return ", ".join(f"{key} {self.each(v, spec[5:])}"
                                  for key, v in value.items())
-            return ", ".join(self.format_field(v, spec[5:]) for v in value)
+            return ", ".join(self.each(v, spec[5:]) for v in value)
         if spec.startswith("words."):  # a value named in words of tables.json
             return words()[spec[6:]][str(value)]
         return super().format_field(value, spec)
+
+
+    def each(self, value, spec):
+        """An entry of a list: a null one as —."""
+        return MISSING if value is None else self.format_field(value, spec)
 
 
 _FORMATTER = _Formatter()
@@ -101,11 +106,15 @@ _FORMATTER = _Formatter()
 
 def fill(template, context):
     """`template` filled from `context`, or None where a field is
-    missing."""
+    missing; a `ValueError` naming the template where a value does not
+    fit its format."""
     try:
         return _FORMATTER.vformat(template, (), context)
     except Missing:
         return None
+    except (TypeError, ValueError, KeyError, IndexError) as error:
+        raise ValueError(f"template {template!r}: a value does not fit its "
+                         f"format ({type(error).__name__}: {error})") from None
 
 
 def holds(condition, context):
@@ -126,6 +135,9 @@ def holds(condition, context):
         return _COMPARE[op](lookup(context, field), float(number))
     except Missing:
         return False
+    except TypeError:
+        raise ValueError(f"condition {condition!r}: `{field}` is not a "
+                         "number") from None
 
 
 def items(record, path):
@@ -199,8 +211,9 @@ def blocks(spec, record):
             found = table(block, record)
         elif "text" in block:
             context = {**record, "record": record}
-            text = (fill(block["text"], context)
-                    if holds(block.get("if", "record"), context) else None)
+            shown = holds(block.get("if", "record"), context) and not (
+                "unless" in block and holds(block["unless"], context))
+            text = fill(block["text"], context) if shown else None
             found = [] if text is None else [text]
         elif "each" in block:
             found = []

@@ -65,6 +65,8 @@ def test_text_commands_and_each():
     out = lines([{"commands": True},
                  {"text": "Paper: {paper:pairs}; ours {summary.big.mean}."},
                  {"text": "Left out: {summary.nothing}."},
+                 {"text": "Not shown.", "if": "rule > 1"},
+                 {"text": "Not shown either.", "unless": "rule"},
                  {"each": "rows", "blocks": [
                      {"text": "{variant} took {timing.seconds:g} s."}]}])
     assert out == [
@@ -83,6 +85,11 @@ def test_the_longest_prefix_chooses_the_spec_and_mistakes_name_themselves():
         lines([{"table": [["a", "{seed}", "seed >> 1"]]}])
     with pytest.raises(ValueError, match="a block is"):
         lines([{"tabel": []}])
+    with pytest.raises(ValueError, match="template '{curve:.2f}'"):
+        lines([{"table": [["a", "{curve:.2f}"]]}])
+    with pytest.raises(ValueError, match="`curve` is not a number"):
+        lines([{"table": [["a", "{seed}", "curve > 1"]]}])
+    assert render.fill("{x:each .1f}", {"x": [1, None]}) == "1.0, —"
 
 
 def test_every_committed_results_file_with_a_spec_renders():

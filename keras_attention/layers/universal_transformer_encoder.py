@@ -188,7 +188,11 @@ class UniversalTransformerEncoder(keras.layers.Layer):
             halting_initializer)
         self.halting_input = _validation.choice(
             "halting_input", halting_input, HALTING_INPUTS)
-        self.halt_at_cap = bool(halt_at_cap)
+        if not isinstance(halt_at_cap, bool):
+            raise ValueError(
+                "`halt_at_cap` must be a bool, received: "
+                f"halt_at_cap={halt_at_cap!r}")
+        self.halt_at_cap = halt_at_cap
         self.act_output = _validation.choice("act_output", act_output,
                                              ACT_OUTPUTS)
         self.supports_masking = True

@@ -289,7 +289,8 @@ def test_harness(init_kwargs):
      ({"key_dim": 0}, "key_dim=0"),
      ({"layer_norm_epsilon": -1.0}, "layer_norm_epsilon=-1.0"),
      ({"halting_input": "raw"}, "halting_input='raw'"),
-     ({"act_output": "sum"}, "act_output='sum'")])
+     ({"act_output": "sum"}, "act_output='sum'"),
+     ({"halt_at_cap": "False"}, "halt_at_cap='False'")])
 def test_argument_errors_name_the_argument(kwargs, message):
     with pytest.raises(ValueError, match=message):
         UniversalTransformerEncoder(intermediate_dim=16, num_heads=2,
