@@ -114,7 +114,7 @@ def test_renders_into_results_md(script, tmp_path, monkeypatch):
         read(tmp_path)))
     assert ("| RAM, 4 glimpses (`ram4`) | 0.2 | 0.001 | 15 | 3 | **59.7%** "
             "| ±1.5% | 61.0%, 58.0%, 60.0% | 20 |") in text
-    assert "| `ram4` | 0 | 61.0% | 63,630 |" in text
+    assert "| `ram4` | 0 | 0.2 | 0.001 | 15 | 61.0% | 63,630 |" in text
     assert ("| the most common training class (no weights) (`majority`) "
             "| 0.2 | 0.001 | 15 | 3 | **40.0%** | ±0.0% |") in text
 
