@@ -245,8 +245,13 @@ def add_results_arguments(parser, default_name):
 
 def command_line():
     """This process's command line as results files record it: the
-    script's name, then its arguments."""
-    return " ".join([pathlib.Path(sys.argv[0]).name] + sys.argv[1:])
+    script's name (`python -m reproductions` for the runner), then its
+    arguments."""
+    script = pathlib.Path(sys.argv[0])
+    name = ("python -m reproductions"
+            if script.name == "__main__.py" and script.parent.name
+            == "reproductions" else script.name)
+    return " ".join([name] + sys.argv[1:])
 
 
 def write_results(name, rows, directory=None, **extra):
