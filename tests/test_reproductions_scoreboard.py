@@ -240,6 +240,19 @@ def test_the_music_orderings_at_equal_steps_only():
     assert voices["reproduced"] == "yes"
     assert voices["theirs"] == "0.347 against 0.357 nats"
     reproductions.validate(claims, "m.json")
+    # Over seeds the rule accounts for the spread: relative ahead by 0.02
+    # against a spread of 0.01 is "yes", against 0.03 "partly".
+    for spread, verdict in ((0.01, "yes"), (0.03, "partly")):
+        record = _music([("absolute", 1000, 0.52 - spread),
+                         ("absolute", 1000, 0.52 + spread),
+                         ("relative", 1000, 0.50),
+                         ("relative", 1000, 0.50)])
+        (ordering,) = [claim for claim in reproductions.music_transformer_jsb(
+            record, "m.json") if claim["claim"].startswith(
+                "JSB Chorales, relative attention ahead")]
+        assert ordering["reproduced"] == verdict and ordering["seeds"] == 2
+        assert ordering["ours"].endswith(
+            f"(spread {spread * 2 ** 0.5:.3f}, 2 seeds each)")
     unequal = _music([("absolute", 900, 0.50), ("relative", 1000, 0.52)])
     assert not [claim for claim in reproductions.music_transformer_jsb(
         unequal, "m.json") if "ahead" in claim["claim"]]
