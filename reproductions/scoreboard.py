@@ -236,6 +236,8 @@ def _music_orderings(record, paper):
 DERIVERS = {"music_transformer_jsb": music_transformer_jsb,
             "music_transformer_jsb_variants": music_transformer_jsb,
             "music_transformer_jsb_variants_cps": music_transformer_jsb,
+            # settings/music_transformer_jsb_orderings.json's 3-seed runs
+            "music_transformer_jsb_orderings": music_transformer_jsb,
             # benchmarks/gpu/run.py: the paper's size on a GPU
             "music_transformer_jsb_gpu": music_transformer_jsb}
 """Benchmark name -> the function that derives claims from its record."""
