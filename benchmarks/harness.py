@@ -453,6 +453,16 @@ def checkpoint_for(args, variant, seed):
     return folder
 
 
+def saved_counts(checkpoint):
+    """The counts the loop has summed over a saved run's epochs (what a
+    resumed system restores its own clock or schedule from), or {} for
+    no checkpoint or a new run."""
+    state = None if checkpoint is None else checkpoint / "state.json"
+    if state is None or not state.is_file():
+        return {}
+    return json.loads(state.read_text())["counts"]
+
+
 def piece_seconds(args):
     """The seconds left of this piece (`--minutes`' deadline), or None."""
     if args.deadline is None:

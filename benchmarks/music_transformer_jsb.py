@@ -309,7 +309,6 @@ def train_run(name, seed, args, data):
     validation NLL are kept (the paper reports validation NLL; there is
     no test split); `--minutes` ends a piece, `--resume` continues it.
     Returns the model and its row."""
-    import json
     import math
 
     import harness
@@ -326,10 +325,8 @@ def train_run(name, seed, args, data):
     budget = 60 * args.budget_minutes if args.budget_minutes else math.inf
     steps_cap = args.steps or math.inf
     checkpoint = harness.checkpoint_for(args, name, seed)
-    trained = 0.0  # training seconds over every piece (the clock)
-    if checkpoint is not None and (checkpoint / "state.json").is_file():
-        trained = sum(json.loads((checkpoint / "state.json").read_text())[
-            "counts"].get("train_seconds", []))
+    # Training seconds over every piece (the clock).
+    trained = sum(harness.saved_counts(checkpoint).get("train_seconds", []))
     batches = Batches(data["train"], args, seed)
 
     def epoch(model, index, _):

@@ -371,14 +371,10 @@ def train_run(variant, seed, args, data):
     validation = inputs_of(variant, data["validation"], args)
     model(validation[:2])  # built, to restore into
     checkpoint = harness.checkpoint_for(args, variant, seed)
-    spent = []  # every epoch's seconds, the earlier pieces' too
-    if checkpoint is not None and (checkpoint / "state.json").is_file():
-        counts = json.loads((checkpoint / "state.json").read_text())[
-            "counts"]
-        spent += counts.get("epoch_seconds", [])
-        fitted = counts.get("schedule_epochs")
-        if fitted:  # the schedule the run was fitted to goes on
-            schedule.decay_steps = fitted[0] * steps_per_epoch
+    counts = harness.saved_counts(checkpoint)
+    spent = list(counts.get("epoch_seconds", []))  # the earlier pieces' too
+    if counts.get("schedule_epochs"):  # the fitted schedule goes on
+        schedule.decay_steps = counts["schedule_epochs"][0] * steps_per_epoch
     diagnosis = {}
     if args.diagnose and ram:
         probe = data["validation"]

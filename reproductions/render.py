@@ -39,6 +39,7 @@ the value's words in `tables.json`'s `_words.NAME` (`{"tie": "a tie
     python -m reproductions render NAME   # a setting's results, re-rendered
 """
 
+import functools
 import json
 import operator
 import pathlib
@@ -229,16 +230,21 @@ def blocks(spec, record):
     return out[:-1]
 
 
+@functools.lru_cache(maxsize=4)
+def _read(path):
+    """`tables.json` parsed, once per path (a page renders many cells)."""
+    return json.loads(pathlib.Path(path).read_text())
+
+
 def specs(path=TABLES):
     """`{benchmark prefix: blocks}` from `tables.json` (`_words` aside)."""
-    found = json.loads(pathlib.Path(path).read_text())
-    found.pop("_words", None)
-    return found
+    return {key: value for key, value in _read(path).items()
+            if key != "_words"}
 
 
 def words(path=TABLES):
     """`tables.json`'s `_words`: `{name: {value: words}}`."""
-    return json.loads(pathlib.Path(path).read_text()).get("_words", {})
+    return _read(path).get("_words", {})
 
 
 def spec_for(benchmark, found=None):
