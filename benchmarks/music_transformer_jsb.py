@@ -308,7 +308,8 @@ def train_run(name, seed, args, data):
     `--budget-minutes`) finishes the run, the weights of the best
     validation NLL are kept (the paper reports validation NLL; there is
     no test split); `--minutes` ends a piece, `--resume` continues it.
-    Returns the model and its row."""
+    Returns the model (None for a finished run whose checkpoint kept its
+    state alone) and its row."""
     import math
 
     import harness
@@ -387,8 +388,9 @@ def train_run(name, seed, args, data):
         # False: a piece ended by --minutes; the summary leaves it out
         # until --resume finishes it.
         "finished": state["finished"], "stopped_by": state["stopped_by"],
+        "weights_sha256": state.get("weights_sha256"),
     }
-    return model, row
+    return (model if state.get("weights_kept", True) else None), row
 
 
 def save_run(model, row, args):
@@ -592,18 +594,27 @@ def main(argv=None):
     name = args.results_name or "music_transformer_jsb"
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
+    # While the runs go on, the file says so and names their checkpoints
+    # (what a stopped command's `--resume` continues).
+    in_progress = ([{"checkpoint": str(args.checkpoint_dir)}]
+                   if args.checkpoint_dir else [])
     if args.parallel > 1 and len(jobs) > 1:
+        harness.write_results(
+            name, earlier, directory=args.results_dir, settings=settings,
+            commands=commands + [harness.command_line()], complete=False,
+            in_progress=in_progress)
         rows = run_parallel(args, harness.with_deadline(
             sys.argv[1:] if argv is None else list(argv), args), jobs)
-        saved = {f"{row['variant']}_seed{row['seed']}": str(
-            pathlib.Path(args.save_dir)
-            / f"{row['variant']}_seed{row['seed']}.keras") for row in rows
-            if row["finished"]}
+        saved = {f"{row['variant']}_seed{row['seed']}": str(path)
+                 for row in rows for path in [pathlib.Path(args.save_dir) /
+                                              f"{row['variant']}_seed"
+                                              f"{row['seed']}.keras"]
+                 if row["finished"] and path.is_file()}
     for variant, seed in harness.before_deadline([] if rows else jobs,
                                                  args.deadline):
         print(f"{variant}, seed {seed}: training for {budget}", flush=True)
         model, row = train_run(variant, seed, args, data)
-        if row["finished"]:
+        if row["finished"] and model is not None:
             saved[f"{variant}_seed{seed}"] = save_run(model, row, args)
         rows.append(row)
         models[(variant, seed)] = model
@@ -612,12 +623,15 @@ def main(argv=None):
             summary=summary(earlier + rows), repeat_rule=rule,
             paper=[list(line) for line in PAPER_TABLE], settings=settings,
             saved=saved, commands=commands + [harness.command_line()],
-            complete=len(rows) == len(jobs))
+            complete=len(rows) == len(jobs),
+            in_progress=[] if len(rows) == len(jobs) else in_progress)
     print_table(rows, rule, args)
     finished = [row for row in rows if row["finished"]]
     samples = None
-    if not args.no_samples and finished:
-        best = min(finished, key=lambda row: row["best_nll"])
+    with_weights = [row for row in finished
+                    if f"{row['variant']}_seed{row['seed']}" in saved]
+    if not args.no_samples and with_weights:
+        best = min(with_weights, key=lambda row: row["best_nll"])
         model = models.get((best["variant"], best["seed"]))
         if model is None:  # trained in another process
             import keras_attention.models  # noqa: F401  (registers them)
@@ -631,7 +645,8 @@ def main(argv=None):
         paper=[list(line) for line in PAPER_TABLE], settings=settings,
         saved=saved, samples=samples,
         commands=commands + [harness.command_line()],
-        complete=len(finished) == len(jobs))
+        complete=len(finished) == len(jobs),
+        in_progress=[] if len(finished) == len(jobs) else in_progress)
     return rows
 
 

@@ -228,6 +228,8 @@ def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
     (row,) = cut["rows"]
     assert not row["finished"] and [p[0] for p in row["valid_curve"]] == [2]
     assert cut["summary"] == [] and cut["complete"] is False
+    assert cut["in_progress"] == [{"checkpoint": str(tmp_path
+                                                     / "checkpoints")}]
     assert not (tmp_path / "models" / "relative_seed0.keras").exists()
     stdout, cut = run_benchmark("music_transformer_jsb.py", tmp_path / "cut",
                                 *pieces, "--resume", timeout=600)
@@ -241,3 +243,16 @@ def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
                                [p[2] for p in expected["valid_curve"]],
                                rtol=1e-5)
     assert (tmp_path / "models" / "relative_seed0.keras").is_file()
+    assert cut["in_progress"] == [] and cut["complete"] is True
+    assert row["weights_sha256"]
+
+    # Published, the run may keep its state alone: its row comes back
+    # whole (figures, hash) and no model is saved from weights it lacks.
+    run = tmp_path / "checkpoints" / "relative_seed0"
+    for name in ("last.weights.h5", "best.npz", "seeds.npz"):
+        (run / name).unlink()
+    (tmp_path / "models" / "relative_seed0.keras").unlink()
+    _, again = run_benchmark("music_transformer_jsb.py", tmp_path / "cut",
+                             *pieces, "--resume", timeout=600)
+    assert again["rows"] == cut["rows"]
+    assert not (tmp_path / "models" / "relative_seed0.keras").exists()

@@ -183,6 +183,9 @@ class _Checkpoint:
     def state(self):
         return json.loads(self.state_path.read_text())
 
+    def has_weights(self):
+        return (self.directory / "last.weights.h5").is_file()
+
     def weights_sha256(self):
         """The SHA-256 of the saved model's weights (with its optimizer)."""
         digest = hashlib.sha256()
@@ -274,7 +277,9 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         and once finished `weights_sha256` (the hash of the saved selected
         weights, `last.weights.h5`), and the summed counts `epoch`
         returned. `model` holds the selected weights when
-        the run is finished, else its last.
+        the run is finished, else its last. A run found finished in
+        `directory` is returned as saved, with `weights_kept`: False
+        where only its `state.json` was kept (then `model` is as given).
 
     Example:
 
@@ -317,9 +322,13 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         state = checkpoint.state()
         if state["finished"]:
             state.pop("rng", None)
-            best_weights = checkpoint.restore(model)
-            if best_weights is not None:
-                model.set_weights(best_weights)
+            # A published run may keep its state alone (its row's
+            # figures); its weights are then named by `weights_sha256`.
+            state["weights_kept"] = checkpoint.has_weights()
+            if state["weights_kept"]:
+                best_weights = checkpoint.restore(model)
+                if best_weights is not None:
+                    model.set_weights(best_weights)
             if verbose:
                 print(f"finished earlier ({state['stopped_by']}); "
                       f"{checkpoint.directory}", flush=True)

@@ -202,3 +202,21 @@ def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
     assert state["test"] == final["test"]
     for got, want in zip(again.get_weights(), whole_net.get_weights()):
         np.testing.assert_allclose(got, want, atol=1e-6)
+    assert state["weights_kept"] is True
+
+    # A published run may keep its state alone: it gives its figures
+    # again (its weights named by their hash), not retrained, not retested,
+    # and says its weights are gone; the model is left as given.
+    for name in ("last.weights.h5", "best.npz", "seeds.npz"):
+        (tmp_path / "run" / name).unlink()
+    bare = model(seed=3)
+    given = bare.get_weights()
+    state = train_run(bare, epoch=pieces.epoch, validate=pieces.validate,
+                      test=pieces.test, rule=rule, directory=tmp_path / "run",
+                      verbose=0)
+    assert pieces.tests == 1 and len(pieces.orders) == 5
+    assert state["weights_kept"] is False
+    assert state["test"] == final["test"]
+    assert state["weights_sha256"] == final["weights_sha256"]
+    for got, want in zip(bare.get_weights(), given):
+        np.testing.assert_array_equal(got, want)
