@@ -51,6 +51,7 @@ sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
 import harness  # noqa: E402
 
 from keras_attention.data import babi  # noqa: E402
+from reproductions import claims as claims_lib  # noqa: E402
 from reproductions import scoreboard  # noqa: E402
 
 MODELS = ("universal_transformer", "memory_network")
@@ -614,7 +615,7 @@ def claims(rows, command):
                     "theirs_value": theirs_mean if count == 20
                     else theirs_subset,
                     "ours_value": float(ours),
-                    "reproduced": scoreboard.verdict(
+                    "reproduced": claims_lib.verdict(
                         ours, theirs_worst, mean_tolerance)
                     if len(failed) <= max(theirs_failed, 1) else "no",
                     "seeds": group["seeds"], "data": data,
@@ -641,7 +642,7 @@ def claims(rows, command):
                     f" ± {np.std(per_seed, ddof=1):.2f}" if len(per_seed) > 1
                     else "") + f" (mean of {len(per_seed)})",
                 "theirs_value": ten[0], "ours_value": ours,
-                "reproduced": scoreboard.verdict(ours, ten[0], ten[2]),
+                "reproduced": claims_lib.verdict(ours, ten[0], ten[2]),
                 "seeds": len(per_seed), "data": data, "command": command})
         for task in tasks:
             theirs = paper_task_error(model, task, size, setting)
@@ -688,7 +689,7 @@ def claims(rows, command):
                 "ours_value": float(ours),
                 # The page's definition: the figure, within the stated
                 # tolerance; "partly" is for orderings, none here.
-                "reproduced": scoreboard.verdict(ours, theirs_value,
+                "reproduced": claims_lib.verdict(ours, theirs_value,
                                                  tolerance),
                 "seeds": group["seeds"], "data": data, "command": command})
     return out

@@ -147,7 +147,7 @@ def parser():
                         "(RAM variants, JAX) at the start and the end")
     p.add_argument("--rewrite", action="store_true",
                    help="train nothing: recompute the results file's "
-                        "summary and claims from its rows")
+                        "summary from its rows")
     return p
 
 
@@ -577,95 +577,6 @@ def exploration(rows):
     return {"settings": settings, "chosen": chosen}
 
 
-SAMPLED_NOTE = "mean of sampled paths, chosen on validation"
-
-
-def claims(rows, command):
-    """The paper's figures beside ours, for the Reproductions page: each
-    RAM row of Table 2 and the convolutional network (yes: within a
-    point of the paper; partly: a RAM below the CNN by more than the
-    seeds' spread), then the orderings (RAM with 6 glimpses below the
-    convolutional network, by more than the spread; more glimpses, lower
-    error: `glimpse_ordering`). None for a run
-    without the CNN (a diagnosis, not the paper's comparison)."""
-    found = summary(rows)
-    if "conv" not in found:  # the paper's comparison is with its CNN
-        return []
-    data = ("60x60 cluttered translated digits from mnist10k (7,000 train "
-            "digits, not 60,000)")
-    out = []
-
-    def figure(variant):
-        line = found[variant]
-        spread = (f" ± {line['scored_test_error_std']:.2%}"
-                  if line["seeds"] > 1 else "")
-        how = (f" ({SAMPLED_NOTE})" if line["scoring"] == "sampled"
-               else "")
-        return f"{line['scored_test_error_mean']:.2%}{spread}{how}"
-
-    for variant in ("ram4", "ram6", "ram8", "conv", "fc256"):
-        if variant not in found:
-            continue
-        mean = found[variant]["scored_test_error_mean"]
-        paper = PAPER[variant] / 100
-        # "partly": the paper's ordering holds, the RAM below the CNN by
-        # more than either's spread over seeds.
-        ahead = variant.startswith("ram") and "conv" in found and (
-            found["conv"]["scored_test_error_mean"] - mean > max(
-                found[variant]["scored_test_error_std"],
-                found["conv"]["scored_test_error_std"]))
-        verdict = ("yes" if mean <= paper + 0.01 else
-                   "partly" if ahead else "no")
-        out.append({
-            "paper": "Mnih et al. 2014", "table": "Table 2",
-            "claim": f"{LABELS[variant]}, test error",
-            "theirs": f"{PAPER[variant]:.2f}%", "ours": figure(variant),
-            "reproduced": verdict, "seeds": found[variant]["seeds"],
-            "data": data, "command": command})
-    if "ram6" in found and "conv" in found:
-        ram, conv = (found[v]["scored_test_error_mean"]
-                     for v in ("ram6", "conv"))
-        spread = max(found[v]["scored_test_error_std"]
-                     for v in ("ram6", "conv"))
-        out.append({
-            "paper": "Mnih et al. 2014", "table": "Table 2",
-            "claim": "RAM (6 glimpses) below the convolutional network",
-            "theirs": f"{PAPER['ram6']:.2f}% < {PAPER['conv']:.2f}%",
-            "ours": f"{ram:.2%} {'<' if ram < conv else '>='} {conv:.2%}"
-                    f" (spread {spread:.2%})",
-            "reproduced": "yes" if conv - ram > spread else "no",
-            "seeds": min(found[v]["seeds"] for v in ("ram6", "conv")),
-            "data": data, "command": command})
-    glimpses = [v for v in ("ram4", "ram6", "ram8") if v in found]
-    if len(glimpses) == 3:
-        out.append(glimpse_ordering(found, glimpses, data, command))
-    return out
-
-
-def glimpse_ordering(found, variants, data, command):
-    """Table 2's other ordering: more glimpses, lower error (4.96% >
-    4.08% > 4.04%). "yes": each step lowers the mean by more than the
-    larger spread of its two; "partly": the means fall, within a spread;
-    "no": they do not fall."""
-    means = [found[v]["scored_test_error_mean"] for v in variants]
-    steps = [(means[i] - means[i + 1],
-              max(found[v]["scored_test_error_std"]
-                  for v in variants[i:i + 2]))
-             for i in range(len(variants) - 1)]
-    verdict = ("yes" if all(fall > spread for fall, spread in steps) else
-               "partly" if all(fall > 0 for fall, _ in steps) else "no")
-    return {
-        "paper": "Mnih et al. 2014", "table": "Table 2",
-        "claim": "RAM: more glimpses, lower error (4, 6, 8)",
-        "theirs": " > ".join(f"{PAPER[v]:.2f}%" for v in variants),
-        "ours": " > ".join(f"{m:.2%}" for m in means) + " (spreads "
-                + ", ".join(f"{found[v]['scored_test_error_std']:.2%}"
-                            for v in variants) + ")",
-        "reproduced": verdict,
-        "seeds": min(found[v]["seeds"] for v in variants),
-        "data": data, "command": command}
-
-
 def draw(model, data, path):
     from keras_attention.visualize import plot_glimpses
 
@@ -758,8 +669,6 @@ def main(argv=None):
         name, all_rows, directory=args.results_dir,
         commands=commands + [harness.command_line()],
         summary=summary(all_rows), paper_test_error=PAPER,
-        claims=claims(all_rows, " ; ".join(commands
-                                           + [harness.command_line()])),
         majority_rule_test_error=rule,
         **({"exploration": explored} if explored else {}),
         data={"digits": {k: len(d) for k, d in data["digits"].items()},
@@ -769,8 +678,8 @@ def main(argv=None):
 
 
 def rewrite(args, p):
-    """Recompute the summary and the claims of the results file from its
-    rows and commands; everything else in it stays."""
+    """Recompute the summary of the results file from its rows;
+    everything else in it stays."""
     import harness
 
     path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
@@ -778,9 +687,9 @@ def rewrite(args, p):
     if not path.is_file():
         p.error(f"--rewrite needs a results file, none at {path}")
     record = json.loads(path.read_text())
-    commands = record.get("commands", [record["command"]])
     record["summary"] = summary(record["rows"])
-    record["claims"] = claims(record["rows"], " ; ".join(commands))
+    # The claims are judged from the rows by reproductions.claims.
+    record.pop("claims", None)
     explored = exploration(record["rows"])
     if explored:
         record["exploration"] = explored

@@ -26,9 +26,10 @@ the first number of `theirs` and `ours`; a claim without both is not
 plotted).
 
 The machine (`machine`: `cpu`, `cores`, `backend`, `device`) and the date
-(`when`) are the file's own. A file without `claims` whose benchmark stored
-a paper's figures in another form has a deriver in `DERIVERS` (a function
-of the record that returns its claims); files with neither are skipped.
+(`when`) are the file's own. A file whose benchmark a paper's claim
+specs name (`papers/NAME.json`, `reproductions.claims`) has its claims
+judged from its rows by the one comparator instead; files with neither
+are skipped.
 A claim without one of the keys, with a verdict not in `VERDICTS`, a bad
 optional key or a paper that maps to no system raises ValueError naming
 the file and the key: a broken results file fails the documentation
@@ -41,13 +42,15 @@ drawn at build time (docs/hooks/api.py).
 """
 
 import argparse
+import functools
 import io
 import json
 import math
 import numbers
 import pathlib
 import re
-import statistics
+
+from reproductions import claims as claims_lib
 
 HERE = pathlib.Path(__file__).parent
 RESULTS = HERE.parent / "benchmarks" / "results"
@@ -92,160 +95,6 @@ DETAILS = ("#", "seeds", "data")
 # The first number of a figure ("13.90% over 20 ..." -> 13.90).
 NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 
-# Music Transformer: within this many nats of the paper's validation NLL
-# counts as reproduced (papers/huang2019.json's Table 2).
-# Our variant -> (what the claim names, how the paper's row is recognized
-# in the results file's `paper` list of [label, NLL] pairs).
-MUSIC_VARIANTS = (
-    ("absolute", "baseline Transformer (`absolute`)",
-     lambda label: label.startswith("Transformer baseline")),
-    ("relative", "relative attention (`relative`)",
-     lambda label: label.startswith("Relative Transformer (")),
-    ("relative_voices", "relative + cpsi (`relative_voices`: relative "
-     "attention and voice labels)",
-     lambda label: label == "Relative Transformer + cpsi"),
-    ("relative_sinusoid_voices", "relative + cpsi "
-     "(`relative_sinusoid_voices`: relative attention, sinusoids and "
-     "voice labels)",
-     lambda label: label == "Relative Transformer + cpsi"),
-)
-
-
-def _span(values, fmt="{}"):
-    """`values` as one figure, or "low–high" where they differ."""
-    low, high = min(values), max(values)
-    if fmt.format(low) == fmt.format(high):
-        return fmt.format(low)
-    return f"{fmt.format(low)}–{fmt.format(high)}"
-
-
-def music_transformer_jsb(record, name="music_transformer_jsb"):
-    """Claims of a `music_transformer_jsb.py` results file: each variant
-    that has a row of Huang et al.'s Table 2 (the file's `paper` list),
-    its mean best validation NLL over its rows against the paper's."""
-    paper = record.get("paper")
-    if not paper:
-        return []
-    claims = []
-    for variant, claim, is_theirs in MUSIC_VARIANTS:
-        rows = [row for row in record.get("rows", [])
-                if row.get("variant") == variant]
-        if not rows:
-            continue
-        for row in rows:
-            for key in ("best_nll", "steps", "training_minutes"):
-                if key not in row:
-                    raise ValueError(f"{name}: row of variant {variant!r} "
-                                     f"has no '{key}'")
-        found = [value for label, value in paper if is_theirs(label)]
-        if len(found) != 1:
-            raise ValueError(
-                f"{name}: 'paper' has {len(found)} rows for variant "
-                f"{variant!r}, expected 1")
-        theirs = found[0]
-        ours = statistics.mean(row["best_nll"] for row in rows)
-        budget = (f"{_span([row['steps'] for row in rows])} steps, "
-                  f"{_span([row['training_minutes'] for row in rows], '{:.0f}')}"
-                  " min of training")
-        claims.append({
-            "paper": "Huang et al. 2019",
-            "table": "Table 2",
-            "claim": f"JSB Chorales note-wise valid NLL, {claim}",
-            "theirs": f"{theirs:.3f} nats",
-            "ours": (f"{ours:.3f} nats" if len(rows) == 1
-                     else f"{ours:.3f} nats (mean)"),
-            "reproduced": verdict(ours, theirs, music_tolerance()),
-            "seeds": len(rows),
-            "data": f"JSB Chorales at 16th notes, `valid` split; {budget}",
-            "command": " then ".join(record.get("commands",
-                                                [record["command"]])),
-        })
-    return claims + _music_orderings(record, paper)
-
-
-# The paper's orderings: (ahead, behind, what the claim names, the two
-# paper rows as label prefixes, ahead's first). "At equal steps": the two
-# runs of one results file trained for the same steps, by one schedule.
-MUSIC_ORDERINGS = (
-    ("relative", "absolute", "relative attention ahead of the baseline "
-     "Transformer at equal steps", ("Relative Transformer (",
-                                    "Transformer baseline")),
-    ("relative_sinusoid", "absolute", "relative attention ahead of the "
-     "baseline Transformer, both with sinusoids, at equal steps",
-     ("Relative Transformer (", "baseline + concat positional")),
-    ("relative_voices", "relative", "voice labels ahead of relative "
-     "attention alone at equal steps", ("Relative Transformer + cpsi",
-                                        "Relative Transformer (")),
-    ("relative_sinusoid_voices", "relative_sinusoid", "voice labels ahead "
-     "of relative attention with sinusoids at equal steps",
-     ("Relative Transformer + cpsi", "Relative Transformer (")),
-)
-
-
-def _music_orderings(record, paper):
-    """A claim per ordering of `MUSIC_ORDERINGS` whose two variants both
-    have rows (of equal steps) in `record`: ours is the mean best NLL of
-    each. With two seeds or more each, the rule accounts for the spread:
-    "yes" where the paper's order holds by more than the larger sample
-    standard deviation of the two, "partly" where it holds within it,
-    else "no"; with one seed, "yes" where the order holds."""
-    claims = []
-    for ahead, behind, claim, (their_ahead, their_behind) in (
-            MUSIC_ORDERINGS):
-        mine = {variant: [row for row in record.get("rows", [])
-                          if row.get("variant") == variant]
-                for variant in (ahead, behind)}
-        if not (mine[ahead] and mine[behind]):
-            continue
-        steps = {row["steps"] for row in mine[ahead] + mine[behind]}
-        if len(steps) != 1:
-            continue  # not equal steps: no ordering claim
-        theirs = [next(value for label, value in paper
-                       if label.startswith(prefix))
-                  for prefix in (their_ahead, their_behind)]
-        ours = [statistics.mean(row["best_nll"] for row in mine[variant])
-                for variant in (ahead, behind)]
-        gain = ours[1] - ours[0]  # > 0: the paper's order
-        seeds = min(len(mine[ahead]), len(mine[behind]))
-        if seeds > 1:
-            spread = max(statistics.stdev(row["best_nll"]
-                                          for row in mine[variant])
-                         for variant in (ahead, behind))
-            verdict = ("yes" if gain > spread else
-                       "partly" if gain > 0 else "no")
-            said = f" (spread {spread:.3f}, {seeds} seeds each)"
-        else:
-            verdict, said = ("yes" if gain > 0 else "no"), ""
-        claims.append({
-            "paper": "Huang et al. 2019",
-            "table": "Table 2",
-            "claim": f"JSB Chorales, {claim} (`{ahead}` against "
-                     f"`{behind}`)",
-            "theirs": f"{theirs[0]:.3f} against {theirs[1]:.3f} nats",
-            "ours": f"{ours[0]:.3f} against {ours[1]:.3f} nats{said}",
-            "reproduced": verdict,
-            "seeds": seeds,
-            "data": f"JSB Chorales at 16th notes, `valid` split; "
-                    f"{steps.pop()} steps each",
-            "command": " then ".join(record.get("commands",
-                                                [record["command"]])),
-        })
-    return claims
-
-
-DERIVERS = {"music_transformer_jsb": music_transformer_jsb,
-            "music_transformer_jsb_variants": music_transformer_jsb,
-            "music_transformer_jsb_variants_cps": music_transformer_jsb,
-            # settings/music_transformer_jsb_orderings.json's 3-seed runs
-            "music_transformer_jsb_orderings": music_transformer_jsb,
-            # benchmarks/gpu/run.py: the paper's size on a GPU
-            "music_transformer_jsb_gpu": music_transformer_jsb}
-"""Benchmark name -> the function that derives claims from its record."""
-
-
-def music_tolerance():
-    """The Music Transformer's tolerance, from its paper's figures."""
-    return paper_figures("huang2019")["tables"]["Table 2"]["tolerance"]
 
 
 def paper_figures(name, directory=PAPERS):
@@ -261,24 +110,6 @@ def paper_figures(name, directory=PAPERS):
         if "tolerance" not in content:
             raise ValueError(f"{path}: table {table!r} has no 'tolerance'")
     return figures
-
-
-def verdict(ours, theirs, tolerance, direction="lower"):
-    """The one comparator of a figure: "yes" when `ours` is no worse than
-    the paper's `theirs` by more than `tolerance` in `direction` ("lower"
-    is better, as an error; or "higher", as an accuracy), else "no".
-
-    >>> verdict(14.5, 13.9, 1.0), verdict(15.0, 13.9, 1.0)
-    ('yes', 'no')
-    >>> verdict(0.93, 0.95, 0.01, direction="higher")
-    'no'
-    """
-    if direction not in DIRECTIONS:
-        raise ValueError(f"`direction` must be one of {DIRECTIONS}, "
-                         f"received: direction={direction!r}")
-    if direction == "lower":
-        return "yes" if ours <= theirs + tolerance else "no"
-    return "yes" if ours >= theirs - tolerance else "no"
 
 
 def system_of(claim, where="claim"):
@@ -344,12 +175,37 @@ def claims_of(record, name):
     its benchmark's deriver's), `[]` where it has none."""
     if not isinstance(record, dict):
         return []
-    if "claims" in record:
-        claims = record["claims"]
+    judged = judged_claims(record)
+    if judged is not None:
+        claims = judged
     else:
-        derive = DERIVERS.get(record.get("benchmark"))
-        claims = derive(record, name) if derive else []
+        claims = record.get("claims", [])
     return validate(claims, name)
+
+
+@functools.lru_cache(maxsize=4)
+def papers(directory=PAPERS):
+    """Every paper's figures as data, `{name: figures}` (read once)."""
+    return {path.stem: paper_figures(path.stem, directory)
+            for path in sorted(pathlib.Path(directory).glob("*.json"))}
+
+
+def judged_claims(record, directory=PAPERS):
+    """The claims the papers' specs (`claims.specs`) make of `record`,
+    judged by the one comparator; None where no spec names its
+    benchmark (its own `claims`, if any, are then read)."""
+    found = None
+    command = " then ".join(record.get("commands", [record.get("command")])
+                            or [""])
+    for paper in papers(directory).values():
+        for spec in claims_lib.specs(paper):
+            if record.get("benchmark") not in spec["results"]:
+                continue
+            found = found or []
+            claim = claims_lib.judge(spec, record, paper, command)
+            if claim is not None:
+                found.append(claim)
+    return found
 
 
 def machine_of(record, name):

@@ -6,6 +6,7 @@ and each system's details; a malformed claim fails loudly, naming file
 and key."""
 
 import json
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -188,12 +189,12 @@ def test_a_pipe_in_a_cell_does_not_split_it(tmp_path):
     assert "| train \\| valid |" in reproductions.render(tmp_path)
 
 
-def test_the_music_deriver():
+def test_the_music_claims_judged_from_the_rows():
     record = _music([("absolute", 313, 1.44196), ("relative", 178, 0.38),
                      ("relative", 180, 0.36),
                      ("relative_voices", 186, 0.3),
                      ("relative_sinusoid", 197, 2.3)])
-    claims = reproductions.music_transformer_jsb(record, "m.json")
+    claims = reproductions.judged_claims(record)
     by_claim = {claim["claim"]: claim for claim in claims}
     # relative_sinusoid has no row in the paper; the steps differ, so no
     # ordering claims.
@@ -211,7 +212,7 @@ def test_the_music_deriver():
     relative = by_claim["JSB Chorales note-wise valid NLL, relative "
                         "attention (`relative`)"]
     assert relative["theirs"] == "0.357 nats"
-    assert relative["ours"] == "0.370 nats (mean)"
+    assert relative["ours"] == "0.370 ± 0.014 nats"
     assert relative["seeds"] == 2 and relative["reproduced"] == "yes"
     assert "178–180 steps" in relative["data"]
     voices = [claim for claim in claims if "relative_voices" in
@@ -224,21 +225,21 @@ def test_the_music_deriver():
 def test_the_music_orderings_at_equal_steps_only():
     record = _music([("absolute", 1000, 0.50), ("relative", 1000, 0.52),
                      ("relative_voices", 1000, 0.49)])
-    claims = reproductions.music_transformer_jsb(record, "m.json")
+    claims = reproductions.judged_claims(record)
     orderings = {claim["claim"]: claim for claim in claims
                  if "ahead" in claim["claim"]}
     assert len(orderings) == 2
     relative = orderings["JSB Chorales, relative attention ahead of the "
                          "baseline Transformer at equal steps (`relative` "
                          "against `absolute`)"]
-    assert relative["theirs"] == "0.357 against 0.417 nats"
-    assert relative["ours"] == "0.520 against 0.500 nats"
+    assert relative["theirs"] == "0.357 nats ahead of 0.417 nats"
+    assert relative["ours"] == "0.520 nats ahead of 0.500 nats"
     assert relative["reproduced"] == "no"
     assert "1000 steps each" in relative["data"]
     voices = [claim for name, claim in orderings.items()
               if name.startswith("JSB Chorales, voice labels")][0]
     assert voices["reproduced"] == "yes"
-    assert voices["theirs"] == "0.347 against 0.357 nats"
+    assert voices["theirs"] == "0.347 nats ahead of 0.357 nats"
     reproductions.validate(claims, "m.json")
     # Over seeds the rule accounts for the spread: relative ahead by 0.02
     # against a spread of 0.01 is "yes", against 0.03 "partly".
@@ -247,26 +248,27 @@ def test_the_music_orderings_at_equal_steps_only():
                          ("absolute", 1000, 0.52 + spread),
                          ("relative", 1000, 0.50),
                          ("relative", 1000, 0.50)])
-        (ordering,) = [claim for claim in reproductions.music_transformer_jsb(
-            record, "m.json") if claim["claim"].startswith(
+        (ordering,) = [claim for claim in reproductions.judged_claims(
+            record) if claim["claim"].startswith(
                 "JSB Chorales, relative attention ahead")]
         assert ordering["reproduced"] == verdict and ordering["seeds"] == 2
-        assert ordering["ours"].endswith(
-            f"(spread {spread * 2 ** 0.5:.3f}, 2 seeds each)")
+        assert ordering["ours"] == (
+            f"0.500 ± 0.000 nats ahead of 0.520 ± {spread * 2 ** 0.5:.3f} "
+            "nats")
     unequal = _music([("absolute", 900, 0.50), ("relative", 1000, 0.52)])
-    assert not [claim for claim in reproductions.music_transformer_jsb(
-        unequal, "m.json") if "ahead" in claim["claim"]]
+    assert not [claim for claim in reproductions.judged_claims(
+        unequal) if "ahead" in claim["claim"]]
 
 
-def test_the_music_deriver_at_the_tolerance():
-    just = reproductions.music_transformer_jsb(
-        _music([("absolute", 10, 0.417 + 0.0299)]), "m.json")
-    over = reproductions.music_transformer_jsb(
-        _music([("absolute", 10, 0.417 + 0.0301)]), "m.json")
+def test_the_music_claims_at_the_tolerance():
+    just = reproductions.judged_claims(
+        _music([("absolute", 10, 0.417 + 0.0299)]))
+    over = reproductions.judged_claims(
+        _music([("absolute", 10, 0.417 + 0.0301)]))
     assert just[0]["reproduced"] == "yes" and over[0]["reproduced"] == "no"
 
 
-def test_music_results_render_through_the_deriver(tmp_path):
+def test_music_results_render_through_the_comparator(tmp_path):
     (tmp_path / "music_transformer_jsb.json").write_text(
         json.dumps(_music([("relative", 178, 1.98245)])))
     text = reproductions.render(tmp_path)
@@ -322,19 +324,32 @@ def test_a_claims_file_without_its_machine_fails(tmp_path):
         reproductions.render(tmp_path)
 
 
-def test_a_music_file_whose_paper_lacks_a_variant_fails(tmp_path):
+def test_a_claim_spec_naming_no_row_of_its_paper_fails(tmp_path):
+    """A paper's claim spec whose row its table lacks raises naming the
+    paper, the claim and the row; so does an unknown kind."""
+    paper = json.loads((BENCHMARKS.parent / "reproductions" / "papers"
+                        / "huang2019.json").read_text())
+    paper["tables"]["Table 2"]["rows"] = [
+        row for row in paper["tables"]["Table 2"]["rows"]
+        if row[0] != "Relative Transformer + cpsi"]
+    (tmp_path / "huang2019.json").write_text(json.dumps(paper))
     record = _music([("relative_voices", 186, 1.7)])
-    record["paper"] = [row for row in record["paper"]
-                       if row[0] != "Relative Transformer + cpsi"]
-    (tmp_path / "music_transformer_jsb.json").write_text(json.dumps(record))
-    with pytest.raises(ValueError, match="music_transformer_jsb.json"):
-        reproductions.render(tmp_path)
+    with pytest.raises(ValueError, match=r"Huang et al\. 2019: claim .*"
+                       r"relative_voices.*'Relative Transformer \+ cpsi'"):
+        reproductions.judged_claims(record, tmp_path)
+    paper["claims"][0]["kind"] = "figures"
+    (tmp_path / "kind").mkdir()  # (the papers of a folder are read once)
+    (tmp_path / "kind" / "huang2019.json").write_text(json.dumps(paper))
+    with pytest.raises(ValueError, match="'kind' must be one of"):
+        reproductions.judged_claims(_music([("absolute", 1, 0.5)]),
+                                    tmp_path / "kind")
 
 
 def test_files_without_claims_are_skipped(tmp_path):
     _write(tmp_path, "layers.json")
+    # A benchmark its paper's specs name, with no row they compare.
     (tmp_path / "music_transformer_jsb.json").write_text(
-        json.dumps(_music([("absolute", 313, 1.44)], paper=False)))
+        json.dumps(_music([("other", 313, 1.44)], paper=False)))
     _write(tmp_path, "empty.json", claims=[])
     _write(tmp_path, "x_quick.json", claims=[_claim()])  # a smoke run
     # An earlier run kept beside the newer one that replaced it.
@@ -364,7 +379,8 @@ def test_the_committed_results_render():
             if row["variant"] == "relative_sinusoid_voices"]
     assert (f"| {paper['Relative Transformer + cpsi']:.3f} nats<br>*Huang "
             "et al. 2019, Table 2* "
-            f"| {sum(best) / len(best):.3f} nats (mean) |") in text
+            f"| {statistics.fmean(best):.3f} ± {statistics.stdev(best):.3f} "
+            "nats |") in text
     assert f"    {record['command']}\n" in text
     # The variants file's orderings at equal steps.
     assert "relative attention ahead of the baseline Transformer at equal " \
@@ -402,11 +418,13 @@ def test_every_papers_figures_file_loads(path):
 
 
 def test_the_one_comparator_and_a_bad_figures_file(tmp_path):
-    assert reproductions.verdict(8.9, 7.78, 2.0) == "yes"
-    assert reproductions.verdict(9.79, 7.78, 2.0) == "no"
-    assert reproductions.verdict(0.34, 0.357, 0.03, "higher") == "yes"
+    from reproductions import claims
+
+    assert claims.verdict(8.9, 7.78, 2.0) == "yes"
+    assert claims.verdict(9.79, 7.78, 2.0) == "no"
+    assert claims.verdict(0.34, 0.357, 0.03, "higher") == "yes"
     with pytest.raises(ValueError, match="direction"):
-        reproductions.verdict(1.0, 1.0, 0.0, "up")
+        claims.verdict(1.0, 1.0, 0.0, "up")
     (tmp_path / "p.json").write_text(json.dumps(
         {"paper": "P", "direction": "lower", "tables": {"T": {"rows": {}}}}))
     with pytest.raises(ValueError, match="table 'T' has no 'tolerance'"):

@@ -31,6 +31,7 @@ import json
 import logging
 import pathlib
 import re
+import sys
 
 from mkdocs.structure.files import File
 
@@ -299,11 +300,11 @@ def benchmark_markdown():
 
 
 def _reproductions_module():
-    spec = importlib.util.spec_from_file_location(
-        "reproductions_scoreboard", ROOT / "reproductions" / "scoreboard.py")
-    reproductions = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(reproductions)
-    return reproductions
+    if str(ROOT) not in sys.path:  # the checkout's `reproductions` package
+        sys.path.insert(0, str(ROOT))
+    from reproductions import scoreboard
+
+    return scoreboard
 
 
 def reproductions_markdown():
