@@ -62,15 +62,19 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
     "data") / "mnist10k"
 NAME = "captioner_hard_soft"
-PAPER = {  # Table 1, Flickr8k: BLEU-1..4, METEOR
-    "soft": {"bleu1": 67.0, "bleu2": 44.8, "bleu3": 29.9, "bleu4": 19.5,
-             "meteor": 18.93},
-    "hard": {"bleu1": 67.0, "bleu2": 45.7, "bleu3": 31.4, "bleu4": 21.3,
-             "meteor": 20.30},
-}
+# Table 1 of Xu et al. (Flickr8k), as data: reproductions/papers/xu2015.json.
+PAPER = {variant: {key: harness.paper_rows("xu2015", f"Table 1 (Flickr8k), "
+                                           f"{metric}")[variant]
+                   for key, metric in (("bleu1", "BLEU-1"), ("bleu2", "BLEU-2"),
+                                       ("bleu3", "BLEU-3"), ("bleu4", "BLEU-4"),
+                                       ("meteor", "METEOR"))}
+         for variant in ("soft", "hard")}
 VARIANTS = ("soft", "hard")
 LABELS = {"soft": "soft attention", "hard": "hard attention, REINFORCE"}
 SIZES = dict(filters=(16, 32), feature_dim=64, embedding_dim=64, units=64,
@@ -534,36 +538,6 @@ def run_sizes(args):
             for key, value in {**SIZES, "filters": args.filter_sizes}.items()}
 
 
-def verdict(gap, spread):
-    """The Reproductions page's verdict on the paper's ordering (hard
-    ahead of soft) from `gap`, hard's mean BLEU-4 less soft's: yes, ahead
-    by more than the seeds' `spread`; partly, ahead within it (the
-    ordering shown, not beyond the noise); no, not ahead."""
-    if gap > spread:
-        return "yes"
-    return "partly" if gap > 0 else "no"
-
-
-def claims(rows, command):
-    """For the Reproductions page: hard against soft on BLEU-4, judged by
-    `verdict`."""
-    found = summary(rows)
-    if not {"soft", "hard"} <= set(found):
-        return []
-    soft, hard = found["soft"], found["hard"]
-    spread = max(soft["bleu_std"], hard["bleu_std"])
-    gap = hard["bleu_mean"] - soft["bleu_mean"]
-    return [{
-        "paper": "Xu et al. 2015", "table": "Table 1 (Flickr8k)",
-        "claim": "hard attention ahead of soft attention, BLEU-4",
-        "theirs": f"{PAPER['hard']['bleu4']} vs {PAPER['soft']['bleu4']}",
-        "ours": f"{hard['bleu_mean']:.2f} ± {hard['bleu_std']:.2f} vs "
-                f"{soft['bleu_mean']:.2f} ± {soft['bleu_std']:.2f}",
-        "reproduced": verdict(gap, spread),
-        "seeds": min(soft["seeds"], hard["seeds"]),
-        "data": DATA_NOTE, "command": command}]
-
-
 def speed(args, data):
     """Scenes per second of a soft and a hard training step here."""
     from keras_attention.data import mnist
@@ -644,13 +618,12 @@ def main(argv=None):
             print(f"  the last {LATE_EPOCHS} epochs raised validation BLEU "
                   f"by at most {figures['late_gain_max']:.2f} over the "
                   f"best before them", flush=True)
-    command = " ; ".join(commands + [harness.command_line()])
     extra = ({"off_scoreboard": args.off_scoreboard}
              if args.off_scoreboard else {})
     harness.write_results(
         name, all_rows, directory=args.results_dir,
         commands=commands + [harness.command_line()],
-        summary=summary(all_rows), claims=claims(all_rows, command),
+        summary=summary(all_rows),
         paper={"source": "Xu et al. 2015, Show, Attend and Tell, Table 1 "
                          "(Flickr8k, BLEU-1..4, METEOR)",
                "rows": [{"model": f"{variant} attention", **figures}

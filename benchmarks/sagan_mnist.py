@@ -69,21 +69,18 @@ import time
 
 import numpy as np
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import harness  # noqa: E402
+
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
     "data") / "mnist10k"
 NAME = "sagan_mnist"
 VARIANTS = {"plain": False, "attention": True}
 LABELS = {"plain": "SN-GAN, no attention",
           "attention": "SN-GAN, SelfAttention2D at 14x14 in G and D"}
-# Table 1 of Zhang et al. (ImageNet 128x128, FID). 22.96 ... 28.82 as the
-# issue quotes the table; 18.65 is also the abstract's figure.
-PAPER = [
-    ["no attention", 22.96],
-    ["SAGAN, feat8", 22.98], ["SAGAN, feat16", 22.14],
-    ["SAGAN, feat32", 18.28], ["SAGAN, feat64", 18.65],
-    ["residual block, feat8", 42.13], ["residual block, feat16", 22.40],
-    ["residual block, feat32", 27.33], ["residual block, feat64", 28.82],
-]
+# Table 1 of Zhang et al. (ImageNet 128x128, FID), as data:
+# reproductions/papers/zhang2019.json.
+PAPER = harness.paper_rows("zhang2019", "Table 1")
 CLASSIFIER = {"filters": [32, 64], "features": 64, "batch_size": 64,
               "learning_rate": 1e-3, "seed": 0}
 FLAGS = {"--append"}  # options without a value
@@ -495,39 +492,6 @@ def block_verdict(plain, attention, level=0.1):
     }
 
 
-def claims(rows, command, sizes):
-    """The Reproductions page's row (reproductions/scoreboard.py): the
-    block at a middle-to-high feature map against none. Reproduced when
-    the runs with it rank lower at one-sided p < 0.1 (`block_verdict`), partly
-    when only their median is lower."""
-    found = summary(rows)
-    if "verdict" not in found:
-        return []
-    verdict = found["verdict"]
-    dataset = rows[0]["dataset"]
-    data = ("28x28 " + ("MNIST, mnist10k" if dataset == "mnist"
-                        else "Fashion-MNIST, its first 10,000")
-            + f" ({sizes['train']:,} train, {sizes['test']:,} test); the "
-              "distance on a small CNN's features, not Inception's")
-
-    def figure(variant):
-        line = found[variant]
-        return (f"median {line['median']:.2f} (mean {line['mean']:.2f} ± "
-                f"{line['std']:.2f})")
-
-    return [{
-        "paper": "Zhang et al. 2019", "table": "Table 1",
-        "claim": "self-attention at a middle-to-high feature map lowers "
-                 "the FID (ours: at 14x14 of 28x28, in G and D)",
-        "theirs": "22.96 without, 18.28 at feat32, 18.65 at feat64",
-        "ours": f"{figure('plain')} without, {figure('attention')} with; "
-                f"Mann-Whitney one-sided p = {verdict['p_value']:.3f}",
-        "reproduced": ("yes" if verdict["block_helps"] else
-                       "partly" if verdict["median_gain"] > 0 else "no"),
-        "seeds": min(found[v]["seeds"] for v in ("plain", "attention")),
-        "data": data, "command": command}]
-
-
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
@@ -581,8 +545,6 @@ def main(argv=None):
     harness.write_results(
         name, all_rows, directory=args.results_dir,
         commands=commands + [harness.command_line()], summary=figures,
-        claims=claims(all_rows, " ; ".join(
-            commands + [harness.command_line()]), sizes),
         paper={"source": "Zhang et al. 2019 (arXiv 1805.08318), Table 1, "
                          "ImageNet 128x128, FID", "rows": PAPER},
         references=baselines, judge=judge_record,

@@ -15,7 +15,8 @@ A claim spec has:
   `format` (ours as text, e.g. `"{:.2%}"`), `unit` (said after it and
   its spread) and `notes` (`{field: text}`
   said beside a figure scored by that field);
-- `data`: what it was measured on, optionally `describe`
+- `data`: what it was measured on (a format string over the results
+  record, such as `"{data[sizes][train]:,} train"`), optionally `describe`
   (`{field: [number format, words]}`: the span of these fields over the
   rows compared, added to `data`) and `equal` (a row field all the rows
   compared must share, such as `steps`, else no claim);
@@ -25,7 +26,8 @@ A claim spec has:
   the paper's figure but is ahead of that group by more than the larger
   spread, the paper's ordering);
 - for an `ordering`: `order` (groups, the one the paper puts ahead
-  first) and `rows` (their paper rows), optionally `rule`:
+  first; the texts say them in this order, `a against b`) and `rows`
+  (their paper rows), optionally `rule`:
   `"spread"` (default) or `"mann_whitney"` (with `level`).
 
 The spread is the sample standard deviation over seeds, everywhere.
@@ -160,7 +162,11 @@ def judge(spec, record, paper, command):
     if spec.get("equal") and len({row[spec["equal"]]
                                   for row in compared}) != 1:
         return None
-    data = spec["data"]
+    try:  # `data` may name the record's fields: "{data[sizes][train]:,}"
+        data = spec["data"].format_map(record)
+    except (KeyError, IndexError, ValueError) as error:
+        raise ValueError(f"{where}: 'data' names {error} the results file "
+                         "lacks") from None
     described = ", ".join(
         f"{_span([row[field] for row in compared], number)} {words}"
         for field, (number, words) in spec.get("describe", {}).items())
@@ -206,7 +212,10 @@ def judge(spec, record, paper, command):
                          - statistics.median(found[ahead]["values"]))
         result = ("yes" if test.pvalue < spec.get("level", 0.1)
                   and median > 0 else "partly" if median > 0 else "no")
-        tail = f"; Mann-Whitney one-sided p = {test.pvalue:.3f}"
+        tail = ("; medians " + " against ".join(
+            fmt.format(statistics.median(found[name]["values"]))
+            for name in (ahead, behind))
+            + f"; Mann-Whitney one-sided p = {test.pvalue:.3f}")
     elif spec.get("rule", "spread") == "spread":
         result = ordering_verdict(
             [sign * (found[b]["mean"] - found[a]["mean"]) for a, b in steps],
@@ -216,8 +225,8 @@ def judge(spec, record, paper, command):
     else:
         raise ValueError(f"{where}: 'rule' must be one of {RULES}, "
                          f"received: {spec['rule']!r}")
-    return {**claim, "theirs": " ahead of ".join(
+    return {**claim, "theirs": " against ".join(
         paper["format"].format(value) for value in theirs),
-            "ours": " ahead of ".join(text(name, noted=False)
+            "ours": " against ".join(text(name, noted=False)
                                       for name in names) + tail,
             "reproduced": result}

@@ -100,15 +100,22 @@ NUMBER = re.compile(r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?")
 def paper_figures(name, directory=PAPERS):
     """The figures of paper `name` (`papers/NAME.json`) as a dict; a
     ValueError naming the file where its direction is not one of
-    `DIRECTIONS` or a table has no tolerance."""
+    `DIRECTIONS`, a claim names a table it lacks, or a table a figure is
+    judged on has no tolerance."""
     path = pathlib.Path(directory) / f"{name}.json"
     figures = json.loads(path.read_text())
     if figures.get("direction") not in DIRECTIONS:
         raise ValueError(f"{path}: 'direction' must be one of {DIRECTIONS}, "
                          f"received: {figures.get('direction')!r}")
-    for table, content in figures.get("tables", {}).items():
-        if "tolerance" not in content:
-            raise ValueError(f"{path}: table {table!r} has no 'tolerance'")
+    tables = figures.get("tables", {})
+    for spec in claims_lib.specs(figures):
+        table = tables.get(spec.get("table"))
+        if table is None:
+            raise ValueError(f"{path}: claim {spec.get('claim')!r} names "
+                             f"no table of the paper: {spec.get('table')!r}")
+        if spec.get("kind") == "figure" and "tolerance" not in table:
+            raise ValueError(f"{path}: table {spec['table']!r} has no "
+                             "'tolerance'")
     return figures
 
 

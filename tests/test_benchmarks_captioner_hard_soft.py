@@ -93,11 +93,14 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     assert summary["hard"]["paper_bleu4"] == 21.3
     assert record["baselines"]["frequent_digits"]["digits"] < 0.5
     assert "no weights" in stdout
-    [claim] = record["claims"]
-    assert claim["theirs"] == "21.3 vs 19.5"
-    module = load_script("captioner_hard_soft", monkeypatch)
-    assert claim["reproduced"] == module.verdict(
-        hard["test_bleu"] - soft["test_bleu"], 0.0)
+    from reproductions import claims
+    from reproductions import scoreboard
+
+    assert "claims" not in record  # judged from the rows, one comparator
+    [claim] = scoreboard.judged_claims(record)
+    assert claim["theirs"] == "21.3 against 19.5"
+    assert claim["reproduced"] == claims.ordering_verdict(
+        [hard["test_bleu"] - soft["test_bleu"]], [0.0], 1)
     # The sizes recorded are the run's: --filters' default, 16,32,32.
     assert record["sizes"]["filters"] == [16, 32, 32]
     assert record["data"]["digits"] == {"test": 20, "validation": 20,
@@ -117,14 +120,15 @@ def test_late_gain_says_whether_validation_still_rose(monkeypatch):
     assert late_gain([1, 2, 3, 4, 5]) is None  # no epoch before the five
 
 
-def test_the_verdict_is_the_reproductions_pages(monkeypatch):
+def test_the_verdict_is_the_reproductions_pages():
     """Yes: hard ahead of soft by more than the seeds' spread; partly:
     ahead within it (the paper's ordering); no: behind, by any margin."""
-    verdict = load_script("captioner_hard_soft", monkeypatch).verdict
-    assert verdict(0.5, 0.2) == "yes"
-    assert verdict(0.1, 0.2) == "partly"
-    assert verdict(-0.86, 0.18) == "no"  # the 15-epoch run: behind
-    assert verdict(0.0, 0.0) == "no"
+    from reproductions.claims import ordering_verdict
+
+    assert ordering_verdict([0.5], [0.2], 3) == "yes"
+    assert ordering_verdict([0.1], [0.2], 3) == "partly"
+    assert ordering_verdict([-0.86], [0.18], 3) == "no"  # 15 epochs: behind
+    assert ordering_verdict([0.0], [0.0], 3) == "no"
 
 
 @pytest.mark.parametrize("arguments, message", [
@@ -159,7 +163,9 @@ def test_the_pages_figures_are_the_results_files(monkeypatch):
                      ).read_text().split())
     readme = " ".join((BENCHMARKS.parent / "README.md").read_text().split())
     soft, hard = record["summary"]["soft"], record["summary"]["hard"]
-    (claim,) = record["claims"]
+    from reproductions import scoreboard
+
+    (claim,) = scoreboard.judged_claims(record)
     assert (f"{hard['bleu_mean']:.2f} ± {hard['bleu_std']:.2f} for hard "
             f"attention and {soft['bleu_mean']:.2f} ± {soft['bleu_std']:.2f} "
             "for soft") in page
@@ -282,9 +288,12 @@ def test_the_30_epoch_sections_figures_are_its_results_file(monkeypatch):
 
     # Hard against soft: means, the gap, seed by seed, the paper's, digits.
     gap = hard["bleu_mean"] - soft["bleu_mean"]
-    (claim,) = record["claims"]
-    assert claim["reproduced"] == script.verdict(
-        gap, max(soft["bleu_std"], hard["bleu_std"]))
+    from reproductions import claims
+    from reproductions import scoreboard
+
+    (claim,) = scoreboard.judged_claims(record)
+    assert claim["reproduced"] == claims.ordering_verdict(
+        [gap], [max(soft["bleu_std"], hard["bleu_std"])], hard["seeds"])
     by_seed = ", ".join(
         f"{h['test_bleu']:.2f} against {s['test_bleu']:.2f}"
         for h, s in zip(runs["hard"], runs["soft"]))

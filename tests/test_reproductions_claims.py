@@ -35,8 +35,8 @@ def test_figures_within_a_point_or_ahead_of_the_cnn():
     assert ram["seeds"] == 2 and ram["command"] == "one then two"
     assert ram["data"].startswith("60x60 cluttered translated digits")
     order = found["RAM (6 glimpses) below the convolutional network"]
-    assert order["theirs"] == "4.08% ahead of 8.09%"
-    assert order["ours"] == "11.00% ± 1.41% ahead of 14.00% ± 1.41%"
+    assert order["theirs"] == "4.08% against 8.09%"
+    assert order["ours"] == "11.00% ± 1.41% against 14.00% ± 1.41%"
     assert order["reproduced"] == "yes"
     # The CNN at 12.25%: ahead of the RAM within its spread.
     found = _judged(_ram({"ram6": [0.10, 0.12], "conv": [0.115, 0.13]}))
@@ -86,7 +86,7 @@ def test_more_glimpses_lower_error_against_the_spreads(ram8, verdict):
                           "ram6": [0.080, 0.082], "ram8": list(ram8)}))[
         "RAM: more glimpses, lower error (8, 6, 4)"]
     assert claim["reproduced"] == verdict
-    assert claim["theirs"] == "4.04% ahead of 4.08% ahead of 4.96%"
+    assert claim["theirs"] == "4.04% against 4.08% against 4.96%"
 
 
 def test_the_spread_is_the_sample_standard_deviation():

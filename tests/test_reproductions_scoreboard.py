@@ -232,14 +232,14 @@ def test_the_music_orderings_at_equal_steps_only():
     relative = orderings["JSB Chorales, relative attention ahead of the "
                          "baseline Transformer at equal steps (`relative` "
                          "against `absolute`)"]
-    assert relative["theirs"] == "0.357 nats ahead of 0.417 nats"
-    assert relative["ours"] == "0.520 nats ahead of 0.500 nats"
+    assert relative["theirs"] == "0.357 nats against 0.417 nats"
+    assert relative["ours"] == "0.520 nats against 0.500 nats"
     assert relative["reproduced"] == "no"
     assert "1000 steps each" in relative["data"]
     voices = [claim for name, claim in orderings.items()
               if name.startswith("JSB Chorales, voice labels")][0]
     assert voices["reproduced"] == "yes"
-    assert voices["theirs"] == "0.347 nats ahead of 0.357 nats"
+    assert voices["theirs"] == "0.347 nats against 0.357 nats"
     reproductions.validate(claims, "m.json")
     # Over seeds the rule accounts for the spread: relative ahead by 0.02
     # against a spread of 0.01 is "yes", against 0.03 "partly".
@@ -253,7 +253,7 @@ def test_the_music_orderings_at_equal_steps_only():
                 "JSB Chorales, relative attention ahead")]
         assert ordering["reproduced"] == verdict and ordering["seeds"] == 2
         assert ordering["ours"] == (
-            f"0.500 ± 0.000 nats ahead of 0.520 ± {spread * 2 ** 0.5:.3f} "
+            f"0.500 ± 0.000 nats against 0.520 ± {spread * 2 ** 0.5:.3f} "
             "nats")
     unequal = _music([("absolute", 900, 0.50), ("relative", 1000, 0.52)])
     assert not [claim for claim in reproductions.judged_claims(
@@ -426,6 +426,7 @@ def test_the_one_comparator_and_a_bad_figures_file(tmp_path):
     with pytest.raises(ValueError, match="direction"):
         claims.verdict(1.0, 1.0, 0.0, "up")
     (tmp_path / "p.json").write_text(json.dumps(
-        {"paper": "P", "direction": "lower", "tables": {"T": {"rows": {}}}}))
+        {"paper": "P", "direction": "lower", "tables": {"T": {"rows": {}}},
+         "claims": [{"kind": "figure", "table": "T", "claim": "c"}]}))
     with pytest.raises(ValueError, match="table 'T' has no 'tolerance'"):
         reproductions.paper_figures("p", tmp_path)
