@@ -124,7 +124,7 @@ bench-gpu-prepare:
 clean:
 	rm -rf $(VENV) build dist site *.egg-info .pytest_cache .ruff_cache .hypothesis
 
-# Fashion-MNIST (60,000 + 10,000), for `benchmarks/sagan_mnist.py --dataset
+# Fashion-MNIST (60,000 + 10,000), for `reproductions/systems/sagan_mnist.py --dataset
 # fashion`: Debian's package puts its IDX files under
 # /usr/share/datasets/fashion-mnist, where keras_attention.data.mnist looks.
 fashion-mnist:

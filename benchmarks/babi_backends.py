@@ -1,6 +1,6 @@
 """Which Keras backend trains the bAbI readers faster on this machine:
 the training examples per second of `UniversalTransformerReader` and
-`MemoryNetwork` (benchmarks/babi.py's sizes) under JAX and TensorFlow,
+`MemoryNetwork` (reproductions/systems/babi.py's sizes) under JAX and TensorFlow,
 each in its own process, the processes interleaved, the ratio printed.
 
 Each process builds the model on the real bAbI task 2 (1k) questions,
@@ -21,6 +21,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(2, str(pathlib.Path(__file__).resolve().parents[1]
+                       / "reproductions" / "systems"))  # the systems
 
 import harness  # noqa: E402
 

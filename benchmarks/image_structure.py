@@ -19,10 +19,15 @@ Run: `python benchmarks/image_structure.py [--datasets mnist,fashion]
 """
 
 import argparse
+import pathlib
+import sys
 
 import harness
 import numpy as np
-import sagan_mnist
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]
+                       / "reproductions" / "systems"))
+import sagan_mnist  # noqa: E402
 
 NAME = "image_structure"
 

@@ -24,6 +24,8 @@ import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(2, str(pathlib.Path(__file__).resolve().parents[1]
+                       / "reproductions" / "systems"))  # the system
 
 # (backend, dtype policy, threads: 0 for all the cores, 1 for one core
 # with one thread, as `music_transformer_jsb.py --parallel` runs each).

@@ -8,16 +8,16 @@ TensorFlow ...), the medians over `--repeats` and their ratio printed.
 Each process builds its model with the benchmark's own functions, at the
 benchmark's sizes and batch, on the project's real MNIST digits
 (`../shared/data/mnist10k`, or `--data`, or `$KERAS_ATTENTION_MNIST`):
-- `ram6` (benchmarks/ram_cluttered_mnist.py, batch 64): cluttered 60x60
+- `ram6` (reproductions/systems/ram_cluttered_mnist.py, batch 64): cluttered 60x60
   canvases of the first `--examples` training digits; canvases/s.
 - `image_transformer_local_2d`, `image_transformer_full`
-  (benchmarks/image_transformer_mnist.py, batch 32): that many binarized
+  (reproductions/systems/image_transformer_mnist.py, batch 32): that many binarized
   digits; images/s.
-- `captioner_soft`, `captioner_hard` (benchmarks/captioner_hard_soft.py,
+- `captioner_soft`, `captioner_hard` (reproductions/systems/captioner_hard_soft.py,
   batch 64): its `--speed` measurement, which fixes its own sizes (1,024
   scenes, one warm-up epoch and two timed ones, whatever `--examples` and
   `--epochs` say); scenes/s.
-- `sagan_attention` (benchmarks/sagan_mnist.py's `attention` GAN, batch
+- `sagan_attention` (reproductions/systems/sagan_mnist.py's `attention` GAN, batch
   64): `keras_attention.models.SAGAN` and
   `keras_attention.training.gan.hinge_gan_trainer`'s step, one
   discriminator and one generator update a batch, over that many
@@ -44,6 +44,8 @@ from statistics import median
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(2, str(pathlib.Path(__file__).resolve().parents[1]
+                       / "reproductions" / "systems"))  # the systems
 
 import harness  # noqa: E402
 

@@ -31,7 +31,7 @@ every step re-runs the whole model. The script checks that both draw the
 same images from one seed, and saves a grid of samples.
 
 What it measures, over three seeds at the defaults
-(`benchmarks/image_transformer_digits.py`, which runs this script and
+(`reproductions/systems/image_transformer_digits.py`, which runs this script and
 writes `benchmarks/results/image_transformer_digits.json`), is on the
 Image Transformer page of the docs. Full attention sees every earlier
 pixel, which on an 8x8 image costs little; local attention lets each

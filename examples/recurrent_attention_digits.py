@@ -16,8 +16,8 @@ bundled 8x8 digits (`keras_attention.data.cluttered_digits`; no download),
 trains a small CNN of about the same parameter count on the same canvases
 and, for scale, an MLP that is shown one glimpse at the digit, prints the
 held-out accuracies, and draws the glimpse paths of a few test canvases.
-Six to seven minutes on one CPU core (`benchmarks/recurrent_attention_digits.py`
-runs it over seeds).
+Six to seven minutes on one CPU core
+(`reproductions/systems/recurrent_attention_digits.py` runs it over seeds).
 
 Run: `python examples/recurrent_attention_digits.py [--epochs E]
 [--glimpses 1,2,4,6] [--output-dir DIR]`.

@@ -76,7 +76,7 @@ convolution and dense layer wrapped in `keras.layers.SpectralNormalization`
 score, and with `attention=True` the block on the 8×8 maps of both.
 Keras's wrapper rescales the kernel in place, W ← W/σ(W), before each
 training call rather than differentiating through σ as Miyato et al.
-do; the constraint is the same. The benchmark (`benchmarks/sagan_mnist.py`)
+do; the constraint is the same. The benchmark (`reproductions/systems/sagan_mnist.py`)
 trains the same class at 28×28.
 
 ## Training: `keras_attention.training.gan`

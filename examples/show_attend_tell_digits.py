@@ -17,7 +17,7 @@ on scenes composed from scikit-learn's bundled 8x8 digits
 and beam search, measures the REINFORCE estimator's gradient variance with
 and without its baseline, and draws the attention of a few scenes. About
 ten minutes on one busy CPU core with the defaults (one soft model for
-each of λ = 1 and 0); `benchmarks/show_attend_tell_digits.py` runs it
+each of λ = 1 and 0); `reproductions/systems/show_attend_tell_digits.py` runs it
 over seeds.
 
 Run: `python examples/show_attend_tell_digits.py [--epochs E]

@@ -7,7 +7,7 @@
     python -m reproductions render babi_memory_network    # summary, claims
 
 A setting (`settings/NAME.json`) names its `system`, a script of
-`benchmarks/` with `parser()` and `main(argv)`; its sections' keys are
+`systems/` with `parser()` and `main(argv)`; its sections' keys are
 that script's options (`tasks` for `--tasks`; `true` a flag, `false` and
 null left out, a list joined by commas). `run` starts the run anew,
 `resume` continues it from its checkpoints (the settings must be the
@@ -26,6 +26,7 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 BENCHMARKS = ROOT / "benchmarks"
+SYSTEMS = HERE / "systems"
 SETTINGS = HERE / "settings"
 SECTIONS = ("data", "model", "optimizer", "schedule", "budget", "stopping",
             "seeds", "selection", "run")
@@ -97,12 +98,13 @@ def argv(setting, extra=()):
 
 
 def system(name):
-    """The system's script, imported (`benchmarks/NAME.py`)."""
-    path = BENCHMARKS / f"{name}.py"
+    """The system's script, imported (`systems/NAME.py`)."""
+    path = SYSTEMS / f"{name}.py"
     if not path.is_file():
         raise SettingError(f"no system {name!r}: {path} does not exist")
-    if str(BENCHMARKS) not in sys.path:
-        sys.path.insert(0, str(BENCHMARKS))
+    for folder in (BENCHMARKS, SYSTEMS):  # harness.py; the systems
+        if str(folder) not in sys.path:
+            sys.path.insert(0, str(folder))
     spec = importlib.util.spec_from_file_location(f"system_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -124,7 +126,8 @@ def check(setting, module):
 
 def command(setting, extra=()):
     """The command the runner runs, as a user would type it."""
-    return " ".join(["python", f"benchmarks/{setting['system']}.py",
+    return " ".join(["python",
+                     f"reproductions/systems/{setting['system']}.py",
                      *argv(setting, extra)])
 
 

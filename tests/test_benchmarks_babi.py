@@ -1,4 +1,4 @@
-"""benchmarks/babi.py: a tiny run on generated stories laid out as the
+"""reproductions/systems/babi.py: a tiny run on generated stories laid out as the
 bAbI release writes one row per task and seed, the rules with no
 parameters, the summary and the Reproductions claims; its argument errors
 are one line."""
@@ -14,11 +14,12 @@ from keras_attention.data import babi
 from tests.test_benchmarks_summary import run_benchmark
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+SYSTEMS = BENCHMARKS.parent / "reproductions" / "systems"
 
 
 def _module():
     spec = importlib.util.spec_from_file_location(
-        "benchmarks_babi", BENCHMARKS / "babi.py")
+        "benchmarks_babi", SYSTEMS / "babi.py")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(BENCHMARKS))
     spec.loader.exec_module(module)
@@ -124,7 +125,7 @@ def test_memory_network_single_run(tmp_path):
 ])
 def test_argument_errors_are_one_line(tmp_path, arguments, message):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "babi.py"), "--data",
+        [sys.executable, str(SYSTEMS / "babi.py"), "--data",
          str(tmp_path), *arguments], capture_output=True, text=True,
         timeout=120)
     assert result.returncode == 2
@@ -133,7 +134,7 @@ def test_argument_errors_are_one_line(tmp_path, arguments, message):
 
 def test_a_missing_file_is_one_line(tmp_path):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "babi.py"), "--data",
+        [sys.executable, str(SYSTEMS / "babi.py"), "--data",
          str(tmp_path), "--tasks", "3", "--size", "10k"],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -278,7 +279,7 @@ def test_resume_refuses_other_settings(tmp_path):
     run_benchmark("babi.py", tmp_path / "r", *common, "--minutes", "0.0001",
                   timeout=600)
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "babi.py"), *common, "--hidden",
+        [sys.executable, str(SYSTEMS / "babi.py"), *common, "--hidden",
          "32", "--resume", "--results-dir", str(tmp_path / "r")],
         capture_output=True, text=True, timeout=300)
     assert result.returncode == 2 and "Traceback" not in result.stderr
@@ -358,7 +359,7 @@ def test_rewrite_and_merge(tmp_path):
     into = tmp_path / "a" / "babi_memory_network.json"
     into.write_text(json.dumps(dict(record, claims=[], summary=[])))
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "babi.py"), "--model",
+        [sys.executable, str(SYSTEMS / "babi.py"), "--model",
          "memory_network", "--rewrite", "--results-dir",
          str(tmp_path / "a")], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -376,7 +377,7 @@ def test_rewrite_and_merge(tmp_path):
 
     def merge(*files):
         return subprocess.run(
-            [sys.executable, str(BENCHMARKS / "babi.py"), "--model",
+            [sys.executable, str(SYSTEMS / "babi.py"), "--model",
              "memory_network", "--results-dir", str(tmp_path / "a"),
              "--merge", *map(str, files)],
             capture_output=True, text=True, timeout=300)

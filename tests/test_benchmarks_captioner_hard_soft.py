@@ -1,4 +1,4 @@
-"""benchmarks/captioner_hard_soft.py: a tiny run on made-up digits trains a
+"""reproductions/systems/captioner_hard_soft.py: a tiny run on made-up digits trains a
 soft and a hard captioner, selects each on validation BLEU, tests once
 with greedy and beam search (and the hard model's argmax location),
 prints the rule with no weights beside them, measures the estimator's
@@ -14,6 +14,7 @@ import pytest
 
 from keras_attention.data import mnist
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 
@@ -140,7 +141,7 @@ def test_the_verdict_is_the_reproductions_pages():
 ])
 def test_mistakes_are_one_line(arguments, message):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "captioner_hard_soft.py"),
+        [sys.executable, str(SYSTEMS / "captioner_hard_soft.py"),
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr and "Traceback" not in result.stderr
@@ -188,7 +189,7 @@ def test_the_pages_figures_are_the_results_files(monkeypatch):
             f"{record['rows'][0]['epochs']} epochs; no weights: "
             f"{rule['bleu']:.2f}; the paper has hard ahead, "
             f"{hard['paper_bleu4']} against {soft['paper_bleu4']};") in readme
-    assert (f"`benchmarks/captioner_hard_soft.py --seeds "
+    assert (f"`reproductions/systems/captioner_hard_soft.py --seeds "
             f"{','.join(map(str, seeds))} --epochs "
             f"{record['rows'][0]['epochs']}`") in readme
 

@@ -1,4 +1,4 @@
-"""benchmarks/image_transformer_digits.py: the Image Transformer
+"""reproductions/systems/image_transformer_digits.py: the Image Transformer
 example's figures over seeds, one row per model and seed, the mean and
 spread of each model, local against full judged by the 28x28
 benchmark's rule, rendered into RESULTS.md and the page; a wrong option
@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 
 # What the example's main returns for one seed (made up; the keys are
@@ -47,7 +48,7 @@ class _Example:
 
 @pytest.fixture
 def script(monkeypatch):
-    monkeypatch.syspath_prepend(str(BENCHMARKS))  # its sibling import
+    monkeypatch.syspath_prepend(str(SYSTEMS))  # its sibling import
     module = load_script("image_transformer_digits", monkeypatch)
     example = _Example()
     monkeypatch.setattr(module.harness, "load_example", lambda name: example)
@@ -122,7 +123,7 @@ def test_renders_into_results_md(script, tmp_path, monkeypatch):
 ])
 def test_a_wrong_option_is_one_line(arguments, message):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "image_transformer_digits.py"),
+        [sys.executable, str(SYSTEMS / "image_transformer_digits.py"),
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr

@@ -1,4 +1,4 @@
-"""benchmarks/image_transformer_mnist.py: a tiny run on made-up digits
+"""reproductions/systems/image_transformer_mnist.py: a tiny run on made-up digits
 trains local 2-D and full attention, tests the epoch of the best
 validation NLL, prints the rules with no weights beside them and writes
 the rows, the summary and the paper's rows; it runs on JAX as well as
@@ -13,6 +13,7 @@ import pytest
 
 from keras_attention.data import mnist
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 
@@ -140,7 +141,7 @@ def _resumes_where_it_stopped(tmp_path, data, reference):
                            (["--resume", "--epochs", "3"],
                             "was saved with other settings")):
         result = subprocess.run(
-            [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
+            [sys.executable, str(SYSTEMS / "image_transformer_mnist.py"),
              *common, *checkpoints, *extra], capture_output=True, text=True,
             timeout=120)
         assert result.returncode == 2 and message in result.stderr
@@ -165,7 +166,7 @@ def test_mistakes_are_one_line(arguments, message, tmp_path):
     data = _made_up(tmp_path)
     arguments = [argument.format(data=data) for argument in arguments]
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "image_transformer_mnist.py"),
+        [sys.executable, str(SYSTEMS / "image_transformer_mnist.py"),
          *arguments, "--validation", "10", "--test", "10"],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 2

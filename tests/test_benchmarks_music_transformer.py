@@ -1,4 +1,4 @@
-"""benchmarks/music_transformer_jsb.py: a tiny run on made-up chorales
+"""reproductions/systems/music_transformer_jsb.py: a tiny run on made-up chorales
 trains each variant on windows, scores the validation chorales, prints the
 repeat rule beside the models, saves each model with its settings (which
 the `score-chorales` command scores to the same NLL), writes the samples
@@ -14,6 +14,7 @@ import pytest
 
 from keras_attention.data import chorales
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import run_benchmark
 
 
@@ -110,7 +111,7 @@ def test_mistakes_are_one_line(arguments, message, tmp_path):
     arguments = [argument.format(data=tmp_path / "chorales.json.gz")
                  for argument in arguments]
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "music_transformer_jsb.py"),
+        [sys.executable, str(SYSTEMS / "music_transformer_jsb.py"),
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr
@@ -118,7 +119,8 @@ def test_mistakes_are_one_line(arguments, message, tmp_path):
 
 
 def test_learning_rate_warms_up_then_follows_the_cosine():
-    sys.path.insert(0, str(BENCHMARKS))
+    sys.path.insert(0, str(BENCHMARKS))  # harness.py
+    sys.path.insert(0, str(SYSTEMS))
     import music_transformer_jsb as jsb
 
     args = jsb.finish_arguments(jsb.parser(), jsb.parser().parse_args(

@@ -1,4 +1,4 @@
-"""benchmarks/ram_cluttered_mnist.py: a tiny run on made-up digits trains
+"""reproductions/systems/ram_cluttered_mnist.py: a tiny run on made-up digits trains
 each kind of model, selects on validation, tests once, prints the rule
 with no weights beside them, writes the paper's rows (the claims are
 judged from them by reproductions.claims);
@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 
@@ -81,7 +82,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     assert sorted(p.name for p in (tmp_path / "models").iterdir()) == [
         "ram4_seed0.keras", "ram4_seed1.keras"]
     subprocess.run(
-        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"), *common,
+        [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"), *common,
          "--draw", str(tmp_path / "models" / "ram4_seed1.keras"),
          "--figure", str(tmp_path / "drawn.png")], check=True,
         capture_output=True)
@@ -92,7 +93,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
 
     # --append adds rows; --rewrite recomputes the summary only.
     subprocess.run(
-        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"), *common,
+        [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"), *common,
          "--variants", "conv", "--seeds", "0", "--append",
          "--results-dir", str(results)], check=True, capture_output=True)
     record = json.loads((results / "ram_cluttered_mnist.json").read_text())
@@ -101,7 +102,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     del record["summary"]
     (results / "ram_cluttered_mnist.json").write_text(json.dumps(record))
     subprocess.run(
-        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"),
+        [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"),
          "--rewrite", "--results-dir", str(results)], check=True,
         capture_output=True)
     again = json.loads((results / "ram_cluttered_mnist.json").read_text())
@@ -128,7 +129,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
 ])
 def test_mistakes_are_one_line(arguments, message):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"),
+        [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"),
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr
@@ -173,7 +174,7 @@ def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
     assert record["summary"]["ram4"]["seeds"] == 2
     # Resuming with other settings is one line.
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "ram_cluttered_mnist.py"),
+        [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"),
          *common[:-1], str(tmp_path / "checkpoints"), "--resume",
          "--location-std", "0.2"], capture_output=True, text=True,
         timeout=120)
@@ -193,13 +194,11 @@ def test_fit_schedule_ends_the_cosine_when_the_time_runs_out():
     import argparse
     import importlib.util
     import sys
-    from pathlib import Path
 
     import keras
 
-    path = Path(__file__).resolve().parents[1] / "benchmarks" / (
-        "ram_cluttered_mnist.py")
-    sys.path.insert(0, str(path.parent))
+    path = SYSTEMS / "ram_cluttered_mnist.py"
+    sys.path.insert(0, str(BENCHMARKS))  # harness.py
     spec = importlib.util.spec_from_file_location("ram_benchmark", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

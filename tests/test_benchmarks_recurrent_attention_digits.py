@@ -1,4 +1,4 @@
-"""benchmarks/recurrent_attention_digits.py: the recurrent attention
+"""reproductions/systems/recurrent_attention_digits.py: the recurrent attention
 example's figures over seeds, one row per model, setting and seed beside
 the most common class (no weights), the mean and spread of each model
 and setting, rendered into RESULTS.md and the page; a wrong option is
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 
 # What the example's main returns for one seed (made up; the names are
@@ -128,7 +129,7 @@ def test_renders_into_results_md(script, tmp_path, monkeypatch):
 ])
 def test_a_wrong_option_is_one_line(arguments, message):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "recurrent_attention_digits.py"),
+        [sys.executable, str(SYSTEMS / "recurrent_attention_digits.py"),
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr

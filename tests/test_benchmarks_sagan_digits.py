@@ -1,4 +1,4 @@
-"""benchmarks/sagan_digits.py: the SAGAN example's figures over seeds,
+"""reproductions/systems/sagan_digits.py: the SAGAN example's figures over seeds,
 one row per variant and seed with γ, the floor once, each variant's
 mean, median and spread, the 28x28 benchmark's rank test, rendered into
 RESULTS.md; a wrong option is one line."""
@@ -11,6 +11,7 @@ import sys
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 
 PLAIN = {0: 20.0, 1: 17.0, 2: 15.0, 3: 30.0}
@@ -106,7 +107,7 @@ def test_renders_into_results_md(script, tmp_path, monkeypatch):
 ])
 def test_a_wrong_option_is_one_line(arguments, message):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "sagan_digits.py"), *arguments],
+        [sys.executable, str(SYSTEMS / "sagan_digits.py"), *arguments],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr

@@ -1,4 +1,4 @@
-"""benchmarks/sagan_mnist.py: a tiny run on made-up digits trains both
+"""reproductions/systems/sagan_mnist.py: a tiny run on made-up digits trains both
 variants, writes a row per run (distance, curves, time, CPU), logs each
 block's γ and where it looks, prints the floor and ceiling computed by
 the committed code, caches the judge's classifier for the next command
@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 
@@ -140,7 +141,7 @@ def test_mistakes_are_one_line(arguments, message, digits):
     if "--data" not in arguments:
         arguments += ["--data", str(digits)]
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "sagan_mnist.py"), "--validation",
+        [sys.executable, str(SYSTEMS / "sagan_mnist.py"), "--validation",
          "50", "--test", "100", *arguments],
         capture_output=True, text=True, timeout=120)
     assert result.returncode == 2, result.stderr[-2000:]
@@ -283,7 +284,7 @@ def test_the_page_states_the_results_files_figures(monkeypatch):
             f"AVX512-BF16 and AMX; `lscpu`), TensorFlow, {trained} epochs"
             ) in run
     assert record["commands"] == [record["command"]]
-    assert f"`python benchmarks/{record['command']}`" in run
+    assert f"`python reproductions/systems/{record['command']}`" in run
     assert "--parallel 2 " in record["command"] and "two at a time" in run
     assert all(row["seconds_per_epoch"] > row["cpu_seconds_per_epoch"]
                for row in rows)

@@ -1,4 +1,4 @@
-"""benchmarks/show_attend_tell_digits.py: the captioner example's
+"""reproductions/systems/show_attend_tell_digits.py: the captioner example's
 figures over seeds, one row per attention, λ and seed beside the most
 common training caption (no weights), the mean and spread of each, the
 hard model's variance ratios, rendered into RESULTS.md; a wrong option
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
+from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 
 EXACT = {("soft", 0.0): [0.85, 0.78, 0.88], ("hard", 0.0): [0.75, 0.61, 0.73]}
@@ -149,7 +150,7 @@ def test_renders_into_results_md(script, tmp_path, monkeypatch):
 ])
 def test_a_wrong_option_is_one_line(arguments, message):
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / "show_attend_tell_digits.py"),
+        [sys.executable, str(SYSTEMS / "show_attend_tell_digits.py"),
          *arguments], capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert message in result.stderr

@@ -17,18 +17,28 @@ from pathlib import Path
 import pytest
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+SYSTEMS = Path(__file__).resolve().parents[1] / "reproductions" / "systems"
 MACHINE = {"cpu": "AMD EPYC", "cpu_flags": ["avx2"], "cores": 2,
            "python": "3.11.7", "keras": "3.15.1", "backend": "tensorflow",
            "device": "cpu", "tensorflow": "2.20.0"}
 
 
+def script_path(name):
+    """A reproduction's system (`reproductions/systems/NAME`), else a
+    benchmark (`benchmarks/NAME`)."""
+    system = SYSTEMS / name
+    return system if system.is_file() else BENCHMARKS / name
+
+
 def load_script(name, monkeypatch):
-    """`benchmarks/NAME.py` as a module; its `import harness` finds
-    `benchmarks/harness.py` until the test ends."""
+    """`benchmarks/NAME.py` or `reproductions/systems/NAME.py` as a
+    module; its `import harness` finds `benchmarks/harness.py`, and a
+    system its siblings, until the test ends."""
+    monkeypatch.syspath_prepend(str(SYSTEMS))
     modules = {}
     for module_name in ("harness", name):
         spec = importlib.util.spec_from_file_location(
-            module_name, BENCHMARKS / f"{module_name}.py")
+            module_name, script_path(f"{module_name}.py"))
         module = importlib.util.module_from_spec(spec)
         monkeypatch.setitem(sys.modules, module_name, module)
         spec.loader.exec_module(module)
@@ -42,12 +52,12 @@ def _committed_results():
 
 
 def run_benchmark(script, results_dir, *arguments, timeout):
-    """Run `benchmarks/SCRIPT` with `arguments` and `--results-dir
+    """Run `SCRIPT` (`script_path`) with `arguments` and `--results-dir
     results_dir`; returns its stdout and the one JSON record it wrote
     there. benchmarks/results/ must stay as it was."""
     before = _committed_results()
     result = subprocess.run(
-        [sys.executable, str(BENCHMARKS / script), *arguments,
+        [sys.executable, str(script_path(script)), *arguments,
          "--results-dir", str(results_dir)],
         capture_output=True, text=True, timeout=timeout,
         env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"},

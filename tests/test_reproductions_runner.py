@@ -69,7 +69,7 @@ def test_a_setting_runs_and_is_listed(tmp_path):
     first = _run("--settings", str(settings), "run", "tiny", "--minutes",
                  "0.0001")
     assert first.returncode == 0, first.stderr[-2000:]
-    assert first.stdout.startswith("python benchmarks/babi.py --data ")
+    assert first.stdout.startswith("python reproductions/systems/babi.py --data ")
     record = json.loads((tmp_path / "out" / "tiny.json").read_text())
     assert record["complete"] is False and record["rows"][0]["epochs"] == 1
     listed = _run("--settings", str(settings), "list")

@@ -9,19 +9,19 @@ the JAX backend and through `without_tensorflow.py`, so a path that would
 import TensorFlow fails here on the CPU smoke run first:
 
 1. `babi`: the Universal Transformer on bAbI 10k task 2
-   (`benchmarks/babi.py`, the settings of the CPU seeds: at most 700
+   (`reproductions/systems/babi.py`, the settings of the CPU seeds: at most 700
    epochs, about the authors' 100,000 steps of 64 stories), as far as its
    share of the minutes goes, then the other `--babi-tasks` if time is
    left;
 2. `music`: the Music Transformer at the paper's size on JSB
-   (`benchmarks/music_transformer_jsb.py --preset paper`: 5 layers, 512
+   (`reproductions/systems/music_transformer_jsb.py --preset paper`: 5 layers, 512
    hidden, relative attention, voice labels), scored on `valid`; its model
    is saved without optimizer state and cut into pieces under 16 MiB
    (`MODEL.keras.part-N`, so that a transfer with a per-file size limit
    carries it; `cat` them back, in order) so `keras-attention
    score-chorales` can score any split later;
 3. `ram`: the recurrent attention model, 6 glimpses, on 60x60 cluttered
-   MNIST (`benchmarks/ram_cluttered_mnist.py`), as many epochs as its share
+   MNIST (`reproductions/systems/ram_cluttered_mnist.py`), as many epochs as its share
    allows.
 
 Shares: each run gets the minutes left times its weight over the weights
@@ -127,7 +127,7 @@ def arguments(name, args, minutes, out):
     scratch = args.scratch
     seed = str(args.seed)
     if name == "babi":
-        common = ["benchmarks/babi.py", "--size", "10k", "--backend", "jax",
+        common = ["reproductions/systems/babi.py", "--size", "10k", "--backend", "jax",
                   "--data", str(data / "babi"), "--seed", seed,
                   "--results-dir", str(out),
                   "--results-name", "babi_universal_transformer_10k_gpu",
@@ -140,7 +140,7 @@ def arguments(name, args, minutes, out):
                          "--epochs", "700",
                          "--budget-minutes", f"{minutes:.3f}"]
     if name == "music":
-        common = ["benchmarks/music_transformer_jsb.py", "--backend", "jax",
+        common = ["reproductions/systems/music_transformer_jsb.py", "--backend", "jax",
                   "--data", str(data / "jsb_chorales"), "--seeds", seed,
                   "--variants", MUSIC_VARIANT, "--no-samples",
                   "--save-dir", str(out),
@@ -155,7 +155,7 @@ def arguments(name, args, minutes, out):
         return common + ["--preset", "paper", "--precision", "auto",
                          "--eval-every", "1000",
                          "--budget-minutes", f"{minutes:.3f}"]
-    common = ["benchmarks/ram_cluttered_mnist.py", "--variants", "ram6",
+    common = ["reproductions/systems/ram_cluttered_mnist.py", "--variants", "ram6",
               "--seeds", seed, "--data", str(data / "mnist10k"),
               "--save-dir", str(scratch / "ram"),
               "--results-dir", str(out),

@@ -384,7 +384,7 @@ def _add_score_chorales(commands):
     parser = commands.add_parser(
         "score-chorales", help="note-wise NLL of a chorale model on a split",
         description="Score a saved chorale language model (a .keras file "
-                    "written by benchmarks/music_transformer_jsb.py, or "
+                    "written by reproductions/systems/music_transformer_jsb.py, or "
                     "any TransformerLanguageModel over the chorale "
                     "vocabulary) on a chorale file in Coconet's JSON "
                     "layout: the mean negative log-likelihood in nats per "

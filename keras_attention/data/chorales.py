@@ -361,7 +361,7 @@ def negative_log_likelihood(model, chorales, length, batch_size=32):
     `TransformerLanguageModel` over this vocabulary) on `chorales`: every
     token of every chorale, each predicted from up to `length` tokens
     before it and at least `length / 2` (`scoring_windows`), the number
-    `benchmarks/music_transformer_jsb.py` reports. An empty list is a
+    `reproductions/systems/music_transformer_jsb.py` reports. An empty list is a
     `ValueError`."""
     if not len(chorales):
         raise ValueError("`chorales` must hold at least one chorale, "

@@ -48,7 +48,7 @@ def reference_position_encoding(word_mask, embedding_dim):
     formula (`position_encoding`) it is centred on 1, not 0.5, and `J` is
     the padded width, the same for every sentence. On bAbI task 16 the
     paper's protocol reached 51% error with the paper's formula on all of
-    10 seeds, 0.5–0.7% with this one (benchmarks/babi.py, 2 seeds).
+    10 seeds, 0.5–0.7% with this one (reproductions/systems/babi.py, 2 seeds).
 
     Args:
         word_mask: `(..., J − 1)` boolean, True for words.

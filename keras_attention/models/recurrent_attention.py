@@ -141,7 +141,7 @@ class RecurrentAttentionModel(keras.Model):
     reproductions), so the high-variance REINFORCE estimate does not move
     the features the classifier reads. The paper's gradient (its eq. 2)
     is over all parameters: `stop_location_gradient=False`. On 60x60
-    cluttered MNIST (`benchmarks/ram_cluttered_mnist.py`) it trails: at
+    cluttered MNIST (`reproductions/systems/ram_cluttered_mnist.py`) it trails: at
     the start REINFORCE's gradient at the core is 10 times the
     cross-entropy's (norms 3.69 and 0.36), it drives the location means
     into the tanh's saturation (95% of them beyond ±0.95 after 100

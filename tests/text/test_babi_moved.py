@@ -87,7 +87,7 @@ def test_the_text_package_names_warn_where_they_are_read(name):
 
 def test_the_warnings_point_at_the_importing_line(tmp_path):
     """In a fresh interpreter, each old import warns once, at its line:
-    `from keras_attention.text import babi` (benchmarks/babi.py's), a
+    `from keras_attention.text import babi` (reproductions/systems/babi.py's), a
     plain `import` and a `from ... import name`."""
     script = tmp_path / "user.py"
     script.write_text(

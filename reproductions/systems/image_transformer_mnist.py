@@ -45,7 +45,7 @@ into shorter sittings, `--checkpoint-dir` saves each run after every epoch,
 `--minutes` stops them all by a shared deadline and `--resume` goes on
 where each stopped.
 
-Run: `python benchmarks/image_transformer_mnist.py [--variants
+Run: `python reproductions/systems/image_transformer_mnist.py [--variants
 local_2d,full] [--seeds 0,1,2] [--epochs E] [--parallel 2]`.
 """
 
@@ -59,7 +59,10 @@ import time
 
 import numpy as np
 
-PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
+
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
 NAME = "image_transformer_mnist"
 SIDE = 28

@@ -16,17 +16,22 @@ defaults' rows as the page's trials. No paper row: Mnih et al. report no
 figure on these digits (the paper's Table 2 is the 60x60 benchmark's,
 `ram_cluttered_mnist.py`).
 
-Run: `python benchmarks/recurrent_attention_digits.py [--seeds 0,1,2]
+Run: `python reproductions/systems/recurrent_attention_digits.py [--seeds 0,1,2]
 [--epochs E] [--location-std S] [--learning-rate R] [--glimpses 1,2,4,6]
 [--no-cnn] [--oracle 0] [--append]`.
 """
 
 import argparse
 import collections
+import pathlib
 import re
+import sys
 import tempfile
 
-import harness
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
+
+import harness  # noqa: E402
 
 NAME = "recurrent_attention_digits"
 LABELS = {

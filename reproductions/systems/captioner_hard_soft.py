@@ -46,10 +46,10 @@ frequent digit at each place, and that rule's caption.
 
 Backend: TensorFlow (the decoders are `tf.function`s). `--speed` times a
 training step on any backend: `KERAS_BACKEND=jax python
-benchmarks/captioner_hard_soft.py --speed` against the same without
+reproductions/systems/captioner_hard_soft.py --speed` against the same without
 `KERAS_BACKEND` (figures on the docs page).
 
-Run: `python benchmarks/captioner_hard_soft.py [--variants soft,hard]
+Run: `python reproductions/systems/captioner_hard_soft.py [--variants soft,hard]
 [--seeds 0,1,2] [--epochs E] [--parallel 2]`.
 """
 
@@ -62,10 +62,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
 import harness  # noqa: E402
 
-PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
 NAME = "captioner_hard_soft"
 # Table 1 of Xu et al. (Flickr8k), as data: reproductions/papers/xu2015.json.
@@ -562,9 +563,6 @@ def speed(args, data):
 
 
 def main(argv=None):
-    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
-    import harness
-
     p = parser()
     given = sys.argv[1:] if argv is None else list(argv)
     args = p.parse_args(given)

@@ -15,15 +15,20 @@ and the 28x28 benchmark's verdict on the block
 paper row: Zhang et al. report no figure on these digits (their Table 1
 is beside `sagan_mnist.py`'s).
 
-Run: `python benchmarks/sagan_digits.py [--seeds 0,1,2] [--steps N]
+Run: `python reproductions/systems/sagan_digits.py [--seeds 0,1,2] [--steps N]
 [--append]`.
 """
 
 import argparse
+import pathlib
 import statistics
+import sys
 import tempfile
 
-import harness
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
+
+import harness  # noqa: E402
 from sagan_mnist import block_verdict
 
 NAME = "sagan_digits"

@@ -53,7 +53,7 @@ the mean distance in pixels between a query and the keys it attends to
 (against attention spread evenly), and the share of attention on the
 keys whose 4x4 patch holds ink (against the share of such keys).
 
-Run: `python benchmarks/sagan_mnist.py [--dataset mnist|fashion]
+Run: `python reproductions/systems/sagan_mnist.py [--dataset mnist|fashion]
 [--variants plain,attention] [--seeds 0,1,2] [--epochs E] [--parallel 2]
 [--figures DIR]` (TensorFlow or JAX: `KERAS_BACKEND=jax`).
 """
@@ -69,10 +69,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
 import harness  # noqa: E402
 
-PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
 NAME = "sagan_mnist"
 VARIANTS = {"plain": False, "attention": True}

@@ -14,15 +14,20 @@ standard deviation) of each metric per attention and lambda. No paper
 row: Xu et al. report no figure on these scenes (the paper's ordering
 is judged by `captioner_hard_soft.py`).
 
-Run: `python benchmarks/show_attend_tell_digits.py [--seeds 0,1,2]
+Run: `python reproductions/systems/show_attend_tell_digits.py [--seeds 0,1,2]
 [--attention soft,hard] [--lambdas 1,0] [--epochs E] [--append]`.
 """
 
 import argparse
 import collections
+import pathlib
+import sys
 import tempfile
 
-import harness
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
+
+import harness  # noqa: E402
 
 NAME = "show_attend_tell_digits"
 DECODINGS = {  # the example's name -> the row's prefix

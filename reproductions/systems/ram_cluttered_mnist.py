@@ -34,7 +34,7 @@ Adam and a cosine-decayed learning rate (the paper: SGD with momentum and
 a linear decay) for `--epochs`. The rule with no weights is "always the
 most frequent training class".
 
-Run: `python benchmarks/ram_cluttered_mnist.py [--variants
+Run: `python reproductions/systems/ram_cluttered_mnist.py [--variants
 ram4,ram6,ram8,conv] [--seeds 0,1,2] [--epochs E] [--parallel 2]` (JAX by
 default, `--backend` or `$KERAS_BACKEND` for another); `--minutes` ends a
 piece of every run, `--resume` continues them from their checkpoints;
@@ -52,10 +52,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
 import harness  # noqa: E402
 
-PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
 NAME = "ram_cluttered_mnist"
 # Table 2, 60x60 cluttered translated MNIST, test error %, as data.

@@ -26,7 +26,7 @@ chosen, validation accuracy, seconds, examples/s, the ponder times with
 ACT), beside two rules with no parameters: the most frequent training
 answer, and "the last possible answer the story names".
 
-Run: `python benchmarks/babi.py --model universal_transformer --tasks 2
+Run: `python reproductions/systems/babi.py --model universal_transformer --tasks 2
 --size 10k` (one task), `--tasks all` for the 20 tasks, `--seeds 3`.
 Runs on any Keras backend (`--backend`; by default the faster here, as
 `benchmarks/babi_backends.py` measures it: TensorFlow for the UT, JAX for
@@ -43,10 +43,11 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
 # The repository, for a machine where the package is not installed (a GPU
 # machine given a copy of the working tree).
-sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2]))
 
 import harness  # noqa: E402
 
@@ -55,7 +56,7 @@ from reproductions import claims as claims_lib  # noqa: E402
 from reproductions import scoreboard  # noqa: E402
 
 MODELS = ("universal_transformer", "memory_network")
-PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data/babi")
 # benchmarks/babi_backends.py on the AMD EPYC's 2 cores (shared with other
 # runs): TensorFlow trains the UT 1.45x as fast as JAX, JAX the (small)
@@ -996,7 +997,7 @@ def rewrite(args, p):
     record = json.loads(path.read_text())
     command = " ; ".join(
         command if command.startswith("python ")
-        else "python benchmarks/" + command
+        else "python reproductions/systems/" + command
         for command in record.get("commands", [record["command"]]))
     tested = [r for r in record["rows"] if r.get("test_error") is not None]
     record["summary"] = summary(tested)
@@ -1076,7 +1077,7 @@ def main(argv=None):
           flush=True)
     started = time.perf_counter()
     groups = [args.tasks] if args.joint else [[task] for task in args.tasks]
-    command = "python benchmarks/babi.py " + " ".join(
+    command = "python reproductions/systems/babi.py " + " ".join(
         sys.argv[1:] if argv is None else argv)
     commands = commands + [command]
     runs = [(seed, tasks) for seed in range(args.seed, args.seed + args.seeds)

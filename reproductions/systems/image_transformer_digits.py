@@ -12,16 +12,20 @@ does (`image_transformer_mnist.comparison`: a side is ahead only beyond
 the larger spread, else the two tie). No paper row: the Image
 Transformer paper reports no figure on these digits.
 
-Run: `python benchmarks/image_transformer_digits.py [--seeds 0,1,2]
+Run: `python reproductions/systems/image_transformer_digits.py [--seeds 0,1,2]
 [--epochs E] [--append]`.
 """
 
 import argparse
 import pathlib
 import statistics
+import sys
 import tempfile
 
-import harness
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
+
+import harness  # noqa: E402
 from image_transformer_mnist import comparison
 
 NAME = "image_transformer_digits"

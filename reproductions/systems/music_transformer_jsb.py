@@ -62,11 +62,11 @@ MIDI files and piano rolls in `--output-dir`, the sampling tokens/s, and
 the check that sampling with the cache draws what sampling without it
 draws.
 
-Run: `python benchmarks/music_transformer_jsb.py --data
+Run: `python reproductions/systems/music_transformer_jsb.py --data
 ../shared/data/jsb_chorales` (see the model's docs page for the commands
 behind its figures; `--preset paper` is the paper's size for a GPU,
 fixed-shape on JAX: `KERAS_BACKEND=jax python
-benchmarks/music_transformer_jsb.py --preset paper --budget-minutes 8`).
+reproductions/systems/music_transformer_jsb.py --preset paper --budget-minutes 8`).
 """
 
 import argparse
@@ -76,10 +76,11 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
+                       / "benchmarks"))  # harness.py
 # The repository, for a machine where the package is not installed (the
 # GPU run, benchmarks/gpu/run.py, runs it from a copy of the working tree).
-sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[1]))
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2]))
 
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
@@ -116,7 +117,7 @@ PRESETS = {
                   max_relative=256, window=512, batch=32,
                   learning_rate=5e-4, warmup=500),
 }
-PROJECT_DATA = pathlib.Path(__file__).resolve().parents[2] / "shared" / (
+PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data/jsb_chorales")
 
 
