@@ -521,7 +521,7 @@ def before_deadline(jobs, deadline):
         yield job
 
 
-def run_pinned(script, jobs, parallel, logs, deadline=None):
+def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None):
     """Run `jobs` (`[(name, [arguments])]`) of `script` each in a process
     of its own, `parallel` at a time, process `i` pinned to core `i` (one
     run per core trains more per second on these CPUs than one run over
@@ -529,7 +529,10 @@ def run_pinned(script, jobs, parallel, logs, deadline=None):
     and `--results-name`, added here; its output goes to `LOGS/NAME.log`.
     Returns each job's rows, in the order of `jobs` (those not begun
     because `deadline`, a `time.time()`, had passed give none); a failed
-    job stops the others and exits naming its log."""
+    job stops the others and exits naming its log. `on_rows(rows)`, if
+    given, is called with the rows of the jobs finished so far (in the
+    order of `jobs`) as each finishes, e.g. to write a results file of
+    the runs in progress."""
     folder = pathlib.Path(tempfile.mkdtemp(prefix="pinned_runs_"))
     logs = pathlib.Path(logs)
     logs.mkdir(parents=True, exist_ok=True)
@@ -567,6 +570,9 @@ def run_pinned(script, jobs, parallel, logs, deadline=None):
             rows[number] = json.loads(
                 (folder / f"{name}.json").read_text())["rows"]
             print(f"finished {name}", flush=True)
+            if on_rows is not None:
+                on_rows([row for number in sorted(rows)
+                         for row in rows[number]])
     return [rows[number] for number in sorted(rows)]
 
 

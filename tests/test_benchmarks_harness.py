@@ -27,9 +27,15 @@ def test_every_job_gives_its_rows_in_order(tmp_path, monkeypatch):
     harness = load_script("harness", monkeypatch)
     script = tmp_path / "job.py"
     script.write_text(JOB)
+    seen = []
     found = harness.run_pinned(script, _jobs(["a", "b", "c"], 0), 2,
-                               tmp_path / "logs")
+                               tmp_path / "logs", on_rows=seen.append)
     assert found == [[{"job": "a"}], [{"job": "b"}], [{"job": "c"}]]
+    # As each job finished, the rows of those finished so far, in order.
+    assert [len(rows) for rows in seen] == [1, 2, 3]
+    assert seen[-1] == [{"job": "a"}, {"job": "b"}, {"job": "c"}]
+    assert all(rows == sorted(rows, key=lambda row: row["job"])
+               for rows in seen)
     assert sorted(p.name for p in (tmp_path / "logs").iterdir()) == [
         "a.log", "b.log", "c.log"]
 

@@ -204,6 +204,7 @@ def test_parallel_runs_each_job_in_its_own_process(tmp_path):
         "--no-samples", "--save-dir", str(saved), timeout=600)
     assert [(row["variant"], row["seed"]) for row in record["rows"]] == [
         ("absolute", 0), ("absolute", 1)]
+    assert record["complete"] is True and record["in_progress"] == []
     assert sorted(path.name for path in saved.glob("*.log")) == [
         "absolute_seed0.log", "absolute_seed1.log"]
     assert (saved / "absolute_seed1.keras").is_file()

@@ -420,11 +420,12 @@ def save_run(model, row, args):
     return str(stem.with_suffix(".keras"))
 
 
-def run_parallel(args, argv, jobs):
+def run_parallel(args, argv, jobs, on_rows=None):
     """Each `(variant, seed)` of `jobs` in a process of its own (this
     script with one variant, one seed, one thread), `--parallel` at a
     time, process `i` pinned to core `i` (`harness.run_pinned`); returns
-    their rows in the order of `jobs`. Each job's output goes to
+    their rows in the order of `jobs`, and gives `on_rows` those of the
+    jobs finished so far as each finishes. Each job's output goes to
     `SAVE_DIR/VARIANT_seedN.log`."""
     import harness
 
@@ -436,7 +437,8 @@ def run_parallel(args, argv, jobs):
         [(f"{variant}_seed{seed}",
           [*common, "--variants", variant, "--seeds", str(seed),
            "--threads", "1", "--no-samples"]) for variant, seed in jobs],
-        args.parallel, args.save_dir, getattr(args, "deadline", None))
+        args.parallel, args.save_dir, getattr(args, "deadline", None),
+        on_rows=on_rows)
     return [row for rows in found for row in rows[:1]]
 
 
@@ -600,12 +602,19 @@ def main(argv=None):
     in_progress = ([{"checkpoint": str(args.checkpoint_dir)}]
                    if args.checkpoint_dir else [])
     if args.parallel > 1 and len(jobs) > 1:
-        harness.write_results(
-            name, earlier, directory=args.results_dir, settings=settings,
-            commands=commands + [harness.command_line()], complete=False,
-            in_progress=in_progress)
+        def progress(found):  # the runs finished so far, as each finishes
+            harness.write_results(
+                name, earlier + found, directory=args.results_dir,
+                summary=summary(earlier + found), repeat_rule=rule,
+                paper=[list(line) for line in PAPER_TABLE],
+                settings=settings, commands=commands + [
+                    harness.command_line()], complete=False,
+                in_progress=in_progress)
+
+        progress([])
         rows = run_parallel(args, harness.with_deadline(
-            sys.argv[1:] if argv is None else list(argv), args), jobs)
+            sys.argv[1:] if argv is None else list(argv), args), jobs,
+            on_rows=progress)
         saved = {f"{row['variant']}_seed{row['seed']}": str(path)
                  for row in rows for path in [pathlib.Path(args.save_dir) /
                                               f"{row['variant']}_seed"
