@@ -15,6 +15,7 @@ A claim spec has:
   `format` (ours as text, e.g. `"{:.2%}"`), `unit` (said after it and
   its spread) and `notes` (`{field: text}`
   said beside a figure scored by that field);
+- `note` (optional): why the spec is as it is, for readers of the file;
 - `data`: what it was measured on (a format string over the results
   record, such as `"{data[sizes][train]:,} train"`), optionally `describe`
   (`{field: [number format, words]}`: the span of these fields over the

@@ -231,9 +231,9 @@ def machine_of(record, name):
 
 def scoreboard(results_dir=RESULTS):
     """Every claim of the results files in `results_dir` (smoke runs,
-    `NAME_quick.json`, and files whose record says in `off_scoreboard`
+    `NAME_quick.json`, files whose record says in `off_scoreboard`
     why they are not the claim's source, such as an earlier run kept
-    beside the newer one, left out), grouped by system (in name order),
+    beside the newer one, and files with runs `in_progress` left out), grouped by system (in name order),
     each a dict: the claim's keys and `system`, `number`
     (its row, from 1), `file` ("results/NAME.json"), `machine` and
     `date`."""
@@ -247,7 +247,10 @@ def scoreboard(results_dir=RESULTS):
         except json.JSONDecodeError as error:
             raise ValueError(f"{name}: not JSON ({error})") from error
         claims = claims_of(record, name)
-        if not claims or record.get("off_scoreboard"):
+        # A file whose runs are still going (`in_progress` names them)
+        # comes on once they are all finished.
+        if not claims or record.get("off_scoreboard") or record.get(
+                "in_progress"):
             continue
         if "when" not in record:
             raise ValueError(f"{name}: no 'when'")

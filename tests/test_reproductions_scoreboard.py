@@ -355,6 +355,9 @@ def test_files_without_claims_are_skipped(tmp_path):
     # An earlier run kept beside the newer one that replaced it.
     _write(tmp_path, "babi_15_epochs.json", claims=[_claim()],
            off_scoreboard="superseded by babi.json")
+    # Runs still going: on the scoreboard once they are all finished.
+    _write(tmp_path, "babi_going.json", claims=[_claim()],
+           in_progress=[{"checkpoint": "benchmarks/checkpoints/x"}])
     assert reproductions.render(tmp_path) == (
         "No results file in `benchmarks/results/` carries a paper's figure "
         "yet.\n")
@@ -362,7 +365,8 @@ def test_files_without_claims_are_skipped(tmp_path):
     text = reproductions.render(tmp_path)
     assert "results/babi.json" in text
     for skipped in ("layers.json", "music_transformer_jsb.json",
-                    "empty.json", "x_quick.json", "babi_15_epochs.json"):
+                    "empty.json", "x_quick.json", "babi_15_epochs.json",
+                    "babi_going.json"):
         assert skipped not in text
 
 
