@@ -233,10 +233,10 @@ def scoreboard(results_dir=RESULTS):
     """Every claim of the results files in `results_dir` (smoke runs,
     `NAME_quick.json`, files whose record says in `off_scoreboard`
     why they are not the claim's source, such as an earlier run kept
-    beside the newer one, and files with runs `in_progress` left out), grouped by system (in name order),
-    each a dict: the claim's keys and `system`, `number`
-    (its row, from 1), `file` ("results/NAME.json"), `machine` and
-    `date`."""
+    beside the newer one, and files with runs `in_progress` left out),
+    grouped by system (in name order), each a dict: the claim's keys and
+    `system`, `number` (its row, from 1), `file` ("results/NAME.json"),
+    `machine` and `date`."""
     rows = []
     for path in sorted(pathlib.Path(results_dir).glob("*.json")):
         if path.stem.endswith("_quick"):
