@@ -7,8 +7,16 @@ A claim spec has:
 
 - `results`: the benchmark names (results files) it is judged on;
 - `table` and `claim` (the text), `kind`: `"figure"` or `"ordering"`;
-- `groups`: how rows make the groups compared: `by` (a row field, such
-  as `variant`), `value` (the row field of the figure; or a list of
+- `groups`: how rows make the groups compared: `from` (the record's
+  list of rows read: `"rows"`, the default, or `"summary"`), `where`
+  (`{field: value}` the rows kept must match), `by` (a row field, such
+  as `variant`; none: one group of every row kept, named `null`) or
+  `fields` (each of these fields a group over the same rows), `per` (a
+  field: the value is first averaged over the rows sharing it, such as
+  the tasks of one `seed`; a `per` value with fewer rows than the others
+  is left out), `seeds` (a row field counting the seeds behind a figure
+  read from a summary; default the number of values), `value` (the row
+  field of the figure, `a.b` for a nested key; or a list of
   `[figure, validation]` field pairs, of which each group uses the pair
   with the better mean validation, the others being other ways to score
   the same runs), `scale` (ours times it is in the paper's unit),
@@ -22,14 +30,25 @@ A claim spec has:
   rows compared, added to `data`) and `equal` (a row field all the rows
   compared must share, such as `steps`, else no claim);
 - for a `figure`: `group` and `row` (the paper's row: a key of its
-  table's rows, or the start of one label of a list of `[label, value]`),
-  and optionally `partly_ahead_of` (a group: "partly" where ours misses
-  the paper's figure but is ahead of that group by more than the larger
-  spread, the paper's ordering);
+  table's rows, one label of a list of `[label, value]`, or a path of
+  keys into nested rows, a name in the table's `columns` picking an
+  item of a list), and optionally `spread_row` (the paper's spread over
+  its runs, shown beside its figure), `tolerance` (a number, or a key
+  of the table's tolerances; default the table's), `failed` (`field`: a
+  row field listing our failed tasks, `row`: the paper's count; "no"
+  where ours fails more tasks than the paper's, or than one where the
+  paper fails none), `theirs_note` (said after the paper's figure) and
+  `partly_ahead_of` (a group: "partly" where ours misses the paper's
+  figure but is ahead of that group by more than the larger spread, the
+  paper's ordering);
 - for an `ordering`: `order` (groups, the one the paper puts ahead
   first; the texts say them in this order, `a against b`) and `rows`
-  (their paper rows), optionally `rule`:
+  (their paper rows; or `theirs`, the paper's ordering in words where
+  it gives no figures), optionally `direction` (default the paper's:
+  which way is ahead) and `rule`:
   `"spread"` (default) or `"mann_whitney"` (with `level`).
+
+A claim's text may say `{seeds}`, replaced by the count of seeds.
 
 The spread is the sample standard deviation over seeds, everywhere.
 An ordering with two seeds or more a group is "yes" where each step
@@ -90,8 +109,29 @@ def ordering_verdict(gains, spreads, seeds):
 
 def paper_value(table, row, where):
     """The figure of paper row `row` of `table` (a dict of rows, or a
-    list of `[label, value]`, `row` a label)."""
+    list of `[label, value]`, `row` a label; or a list, a path of keys
+    into nested rows, a name of the table's `columns` indexing a list).
+
+    >>> table = {"columns": ["error", "failed"],
+    ...          "rows": {"1k": {"UT": [7.78, 5]}}}
+    >>> paper_value(table, ["1k", "UT", "failed"], "here")
+    5
+    """
     rows = table["rows"]
+    if isinstance(row, list):
+        found = rows
+        for key in row:
+            if isinstance(found, list) and isinstance(key, str):
+                if key not in table.get("columns", []):
+                    raise ValueError(f"{where}: the paper's table has no "
+                                     f"column {key!r}")
+                key = table["columns"].index(key)
+            try:
+                found = found[key]
+            except (KeyError, IndexError, TypeError):
+                raise ValueError(f"{where}: the paper's table has no row "
+                                 f"{row!r}") from None
+        return found
     if isinstance(rows, dict):
         if row not in rows:
             raise ValueError(f"{where}: the paper's table has no row "
@@ -104,28 +144,73 @@ def paper_value(table, row, where):
     return found[0]
 
 
+MISSING = object()
+
+
+def field_of(row, field):
+    """`row[field]`, `a.b` reading a nested key (a dict's int keys read
+    as text, as JSON writes them), MISSING where absent or None."""
+    found = row
+    for key in field.split("."):
+        if not isinstance(found, dict):
+            return MISSING
+        if key not in found and key.lstrip("-").isdigit():
+            key = int(key)
+        found = found.get(key, MISSING)
+        if found is None:
+            return MISSING
+    return found
+
+
+def _per(rows, field, per):
+    """The values of `field` over `rows`, or with `per` their means over
+    the rows sharing each value of `per` (those with fewer rows than the
+    most left out)."""
+    if per is None:
+        return [field_of(row, field) for row in rows]
+    buckets = {}
+    for row in rows:
+        buckets.setdefault(row.get(per), []).append(field_of(row, field))
+    most = max(len(values) for values in buckets.values())
+    return [statistics.fmean(values) for values in buckets.values()
+            if len(values) == most]
+
+
 def groups(record, how, direction):
-    """`{group: {"values", "mean", "spread", "seeds", "field"}}` from the
-    finished rows of `record`, grouped by `how["by"]`."""
-    rows = [row for row in record.get("rows", [])
-            if row.get("finished", True)]
-    pairs = how["value"]
+    """`{group: {"values", "mean", "spread", "seeds", "field", "rows"}}`
+    from the finished rows of `record` (its `how["from"]` list) that
+    match `how["where"]`, grouped by `how["by"]` (or one group per field
+    of `how["fields"]`)."""
+    where = how.get("where", {})
+    rows = [row for row in record.get(how.get("from", "rows")) or []
+            if row.get("finished", True) and all(
+                field_of(row, key) == value for key, value in where.items())]
+    pairs = how.get("value")
     if isinstance(pairs, str):
         pairs = [[pairs, None]]
+    if "fields" in how:
+        named = {field: (rows, [[field, None]]) for field in how["fields"]}
+    else:
+        by = how.get("by")
+        named = {name: ([row for row in rows if row.get(by) == name], pairs)
+                 for name in dict.fromkeys(row.get(by) for row in rows)}
     sign = 1 if direction == "lower" else -1
     out = {}
-    for name in dict.fromkeys(row.get(how["by"]) for row in rows):
-        mine = [row for row in rows if row.get(how["by"]) == name]
+    for name, (mine, pairs) in named.items():
         usable = [(field, check) for field, check in pairs
-                  if all(field in row and (check is None or check in row)
-                         for row in mine)]
+                  if mine and all(field_of(row, field) is not MISSING and (
+                      check is None or field_of(row, check) is not MISSING)
+                      for row in mine)]
         if not usable:
             continue
         field, _ = min(usable, key=lambda pair: 0 if pair[1] is None else
-                       sign * statistics.fmean(row[pair[1]] for row in mine))
-        values = [row[field] for row in mine]
+                       sign * statistics.fmean(
+                           field_of(row, pair[1]) for row in mine))
+        values = _per(mine, field, how.get("per"))
+        seeds = (int(field_of(mine[0], how["seeds"])) if "seeds" in how
+                 else len(values))
         out[name] = {"values": values, "mean": statistics.fmean(values),
-                     "spread": spread(values), "seeds": len(values),
+                     "spread": spread(values), "seeds": seeds,
                      "field": field, "rows": mine}
     return out
 
@@ -137,9 +222,31 @@ def _span(values, fmt):
 
 def specs(paper):
     """The claim specs of `paper` (its figures as data), each with the
-    paper's `claim_defaults` under its own keys."""
+    paper's `claim_defaults` under its own keys (a dict, such as
+    `groups`, merged key by key; an empty one, none)."""
     defaults = paper.get("claim_defaults", {})
-    return [{**defaults, **spec} for spec in paper.get("claims", [])]
+    out = []
+    for spec in paper.get("claims", []):
+        merged = dict(defaults)
+        for key, value in spec.items():
+            if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                value = {**merged[key], **value} if value else {}
+            merged[key] = value
+        out.append(merged)
+    return out
+
+
+def _tolerance(spec, table, where):
+    """The claim's tolerance: its own (a number, or a key of the table's
+    tolerances), else the table's."""
+    tolerance = spec.get("tolerance", table.get("tolerance"))
+    if isinstance(tolerance, str):
+        tolerance = table.get("tolerance", {}).get(tolerance)
+    if isinstance(tolerance, bool) or not isinstance(tolerance,
+                                                     (int, float)):
+        raise ValueError(f"{where}: no tolerance: give the claim a "
+                         "'tolerance' (a number or a key of the table's)")
+    return tolerance
 
 
 def judge(spec, record, paper, command):
@@ -152,11 +259,14 @@ def judge(spec, record, paper, command):
         raise ValueError(f"{where}: 'kind' must be one of {KINDS}, "
                          f"received: {kind!r}")
     table = paper["tables"][spec["table"]]
-    direction = paper["direction"]
+    direction = spec.get("direction", paper["direction"])
+    if direction not in DIRECTIONS:
+        raise ValueError(f"{where}: 'direction' must be one of "
+                         f"{DIRECTIONS}, received: {direction!r}")
     how = spec["groups"]
     found = groups(record, how, direction)
     scale, fmt = how.get("scale", 1.0), how.get("format", "{:.3f}")
-    names = [spec["group"]] if kind == "figure" else list(spec["order"])
+    names = [spec.get("group")] if kind == "figure" else list(spec["order"])
     if not all(name in found for name in names):
         return None
     compared = [row for name in names for row in found[name]["rows"]]
@@ -178,29 +288,54 @@ def judge(spec, record, paper, command):
     def text(name, noted=True):
         group = found[name]
         said = fmt.format(group["mean"])
-        if group["seeds"] > 1:
+        if len(group["values"]) > 1:
             said += f" ± {fmt.format(group['spread'])}"
         said += how.get("unit", "")
         note = how.get("notes", {}).get(group["field"])
         return f"{said} ({note})" if note and noted else said
 
+    seeds = min(found[name]["seeds"] for name in names)
     claim = {"paper": paper["paper"], "table": spec["table"],
-             "claim": spec["claim"], "data": data, "command": command,
-             "seeds": min(found[name]["seeds"] for name in names)}
+             "claim": spec["claim"].replace(
+                 "{seeds} seeds", f"{seeds} seed{'s' * (seeds != 1)}")
+             .replace("{seeds}", str(seeds)),
+             "data": data, "command": command, "seeds": seeds}
+    theirs_format = spec.get("theirs_format", paper["format"])
     if kind == "figure":
-        group = found[spec["group"]]
+        group = found[spec.get("group")]
         theirs = paper_value(table, spec["row"], where)
         ours = group["mean"] * scale
-        result = verdict(ours, theirs, table["tolerance"], direction)
+        result = verdict(ours, theirs, _tolerance(spec, table, where),
+                         direction)
         rival = spec.get("partly_ahead_of")
-        if result == "no" and rival in found and spec["group"] != rival:
+        if result == "no" and rival in found and spec.get("group") != rival:
             gain = sign * (found[rival]["mean"] - group["mean"])
             if gain > max(group["spread"], found[rival]["spread"]):
                 result = "partly"
-        return {**claim, "theirs": paper["format"].format(theirs),
-                "ours": text(spec["group"]), "reproduced": result,
+        theirs_text = theirs_format.format(theirs)
+        if "spread_row" in spec:  # "0.2 ± 0.4%": the unit said once
+            number, unit = theirs_format.rsplit("}", 1)
+            theirs_text = (f"{(number + '}').format(theirs)} ± "
+                           + theirs_format.format(
+                               paper_value(table, spec["spread_row"], where)))
+        ours_text = text(spec.get("group"))
+        said = []  # beside the paper's figure, in one parenthesis
+        if spec.get("failed"):
+            failed = field_of(group["rows"][0], spec["failed"]["field"])
+            theirs_failed = paper_value(table, spec["failed"]["row"], where)
+            if failed is MISSING:
+                return None
+            ours_text += f" ({len(failed)} failed: {failed})"
+            said.append(f"{theirs_failed} failed")
+            if len(failed) > max(theirs_failed, 1):
+                result = "no"
+        if spec.get("theirs_note"):
+            said.append(spec["theirs_note"])
+        if said:
+            theirs_text += f" ({'; '.join(said)})"
+        return {**claim, "theirs": theirs_text, "ours": ours_text,
+                "reproduced": result,
                 "theirs_value": float(theirs), "ours_value": float(ours)}
-    theirs = [paper_value(table, row, where) for row in spec["rows"]]
     steps = list(zip(names, names[1:]))
     if spec.get("rule", "spread") == "mann_whitney":
         from scipy import stats
@@ -221,13 +356,15 @@ def judge(spec, record, paper, command):
         result = ordering_verdict(
             [sign * (found[b]["mean"] - found[a]["mean"]) for a, b in steps],
             [max(found[a]["spread"], found[b]["spread"]) for a, b in steps],
-            claim["seeds"])
+            seeds)
         tail = ""
     else:
         raise ValueError(f"{where}: 'rule' must be one of {RULES}, "
                          f"received: {spec['rule']!r}")
-    return {**claim, "theirs": " against ".join(
-        paper["format"].format(value) for value in theirs),
+    theirs_text = spec.get("theirs") or " against ".join(
+        theirs_format.format(paper_value(table, row, where))
+        for row in spec["rows"])
+    return {**claim, "theirs": theirs_text,
             "ours": " against ".join(text(name, noted=False)
                                       for name in names) + tail,
             "reproduced": result}

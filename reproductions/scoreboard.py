@@ -182,7 +182,7 @@ def claims_of(record, name):
     its benchmark's deriver's), `[]` where it has none."""
     if not isinstance(record, dict):
         return []
-    judged = judged_claims(record)
+    judged = judged_claims(record, results=pathlib.Path(name).stem)
     if judged is not None:
         claims = judged
     else:
@@ -197,16 +197,18 @@ def papers(directory=PAPERS):
             for path in sorted(pathlib.Path(directory).glob("*.json"))}
 
 
-def judged_claims(record, directory=PAPERS):
+def judged_claims(record, directory=PAPERS, results=None):
     """The claims the papers' specs (`claims.specs`) make of `record`,
-    judged by the one comparator; None where no spec names its
-    benchmark (its own `claims`, if any, are then read)."""
+    judged by the one comparator; None where no spec names its results
+    file (`results`, its name; default its `benchmark`), whose own
+    `claims`, if any, are then read."""
+    results = results or record.get("benchmark")
     found = None
     command = " then ".join(record.get("commands", [record.get("command")])
                             or [""])
     for paper in papers(directory).values():
         for spec in claims_lib.specs(paper):
-            if record.get("benchmark") not in spec["results"]:
+            if results not in spec["results"]:
                 continue
             found = found or []
             claim = claims_lib.judge(spec, record, paper, command)

@@ -77,7 +77,7 @@ def _two_systems(folder):
                          ours="0.2%", reproduced="yes"),
         _claim(claim="UT beats MemN2N on task 2", reproduced="partly")])
     gpu = dict(MACHINE, device="NVIDIA H100 80GB HBM3", backend="jax")
-    _write(folder, "babi_memory_network.json", machine=gpu,
+    _write(folder, "memory_network_stored.json", machine=gpu,
            claims=[_claim(paper="Sukhbaatar et al. 2015",
                           claim="MemN2N, task 2 error", theirs="8.3%",
                           ours="7.9%", reproduced="yes",
@@ -120,7 +120,7 @@ def test_each_system_has_its_details(tmp_path):
         '"Universal Transformer: command, data, machine, seeds, date"']
     memory, universal = blocks
     # A device other than the CPU names the device.
-    assert ("    `results/babi_memory_network.json`, run 2026-11-28 on "
+    assert ("    `results/memory_network_stored.json`, run 2026-11-28 on "
             "NVIDIA H100 80GB HBM3 (jax):") in memory.splitlines()
     assert "    babi.py --model memory_network" in memory.splitlines()
     assert ("    `results/babi_universal_transformer.json`, run 2026-11-28 "
@@ -178,7 +178,7 @@ def test_the_plot_of_ours_against_the_papers(tmp_path):
     # No claim with numbers: no plot, and no link to one.
     _write(tmp_path, "babi_universal_transformer.json",
            claims=[_claim(theirs="solved", ours="not solved")])
-    _write(tmp_path, "babi_memory_network.json", claims=[])
+    _write(tmp_path, "memory_network_stored.json", claims=[])
     assert reproductions.plot(reproductions.scoreboard(tmp_path)) is None
     assert "reproductions.png" not in reproductions.render(
         tmp_path, plot_path="reproductions.png")

@@ -15,15 +15,17 @@ from keras_attention.layers import UniversalTransformerEncoder
 READOUTS = ("mean", "question")
 # `act_style` -> the encoder's ACT arguments. tensor2tensor's halting unit
 # is a dense layer under its "uniform_unit_scaling" initializer (variance
-# 1/fan-in) reading the step input; its ACT stops a position at the cap
-# without a remainder and interpolates the output.
+# scaling over the mean of fan-in and fan-out, uniform, gain 1: variance
+# 2/(D+1) for the unit's D inputs) reading the step input, its bias 1.0;
+# its ACT stops a position at the cap without a remainder and
+# interpolates the output.
 ACT_STYLES = {
     "graves": {},
     "tensor2tensor": {
         "halting_input": "state", "halt_at_cap": False,
         "act_output": "interpolate",
         "halting_initializer": {"class_name": "VarianceScaling", "config": {
-            "scale": 1.0, "mode": "fan_in", "distribution": "uniform"}}},
+            "scale": 1.0, "mode": "fan_avg", "distribution": "uniform"}}},
 }
 
 
@@ -101,9 +103,9 @@ class UniversalTransformerReader(keras.Model):
         act_style: `"graves"` (default: the encoder's defaults, the
             halting unit reading a unit-norm input from a zero kernel) or
             `"tensor2tensor"` (the authors' code: the unit reads the step
-            input itself from a kernel of variance 1/D, a position at the
-            cap stops without a remainder, the output interpolates; see
-            `UniversalTransformerEncoder`).
+            input itself from a kernel of variance 2/(D + 1), a position
+            at the cap stops without a remainder, the output
+            interpolates; see `UniversalTransformerEncoder`).
 
     Call arguments:
         inputs: dict `{"story": (B, M, J) int, "question": (B, J) int}`,

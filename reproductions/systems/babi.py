@@ -52,7 +52,6 @@ sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2]))
 import harness  # noqa: E402
 
 from keras_attention.data import babi  # noqa: E402
-from reproductions import claims as claims_lib  # noqa: E402
 from reproductions import scoreboard  # noqa: E402
 
 MODELS = ("universal_transformer", "memory_network")
@@ -82,19 +81,6 @@ def paper_task_error(model, task, size, setting):
         return 0.0 if row is None else row[column]
     row = MEMN2N_PAPER["tables"]["Table 1"]["rows"].get(f"{size} {setting}")
     return None if row is None else row["tasks"][task - 1]
-
-
-def ut_ten_runs(size, setting, task=None):
-    """The paper's (mean, std) error (%) over its 10 runs on one task, or
-    on the 20-task mean (`task` None), and the tolerance of a claim on
-    it; None where the paper gives none."""
-    table = UT_PAPER["tables"]["Appendix E, 10 runs"]
-    key = f"{size} {setting} " + ("20 tasks" if task is None
-                                  else f"task {task}")
-    if key not in table["rows"]:
-        return None
-    return (*table["rows"][key],
-            table["tolerance"]["20 tasks" if task is None else "task"])
 
 
 """Rules with no parameters."""
@@ -334,19 +320,22 @@ def memory_slots(args, samples):
 
 def ponder_by_role(samples, ponder, steps, memory_size):
     """Mean ponder time `N + R` (the ponder cost's, `ponder`) of the
-    question, of the supporting sentences and of the other sentences over
-    `samples` (the paper's bAbI figure), and of the steps taken `N`
-    (`steps`, what tensor2tensor reports as ponder time, never above the
-    cap): `ponder_question`, ..., `steps_question`, ..."""
+    question, of the supporting sentences, of the other sentences and of
+    every position (question and sentences) over `samples` (the paper's
+    bAbI figure), and of the steps taken `N` (`steps`, what tensor2tensor
+    reports as ponder time, never above the cap): `ponder_question`, ...,
+    `ponder_all`, `steps_question`, ..., `steps_all`."""
     found = {}
     for kind, times in (("ponder", ponder), ("steps", steps)):
-        roles = {"question": [], "supporting": [], "other": []}
+        roles = {"question": [], "supporting": [], "other": [], "all": []}
         for sample, row in zip(samples, times):
             roles["question"].append(row[0])
+            roles["all"].append(row[0])
             for slot, line in enumerate(sample.sentence_ids[-memory_size:]):
                 role = ("supporting" if line in sample.supporting_ids
                         else "other")
                 roles[role].append(row[1 + slot])
+                roles["all"].append(row[1 + slot])
         for role, values in roles.items():
             # None where a task has no sentence of the kind (task 17).
             found[f"{kind}_{role}"] = (float(np.mean(values)) if values
@@ -555,147 +544,6 @@ def task_line(runs, chosen, by_train):
     }
 
 
-def claims(rows, command):
-    """The Reproductions page's rows (reproductions/scoreboard.py), from
-    the finished runs (an unfinished one has no test figure)."""
-    out = []
-    rows = [r for r in rows if r.get("test_error") is not None]
-    for group in summary(rows):
-        model, size, setting = group["model"], group["size"], group["setting"]
-        tasks, count = group["tasks"], len(group["tasks"])
-        data = (f"bAbI v1.2 {size}, {count} task{'s' * (count > 1)}"
-                + (" (10k task 3's training file is absent)"
-                   if size == "10k" and 3 not in tasks and count >= 19
-                   else ""))
-        if model == "universal_transformer":
-            table = UT_PAPER["tables"]["Table 1"]
-            theirs_mean, theirs_failed = table["rows"][f"{size} {setting}"][
-                "UT w/ dynamic halting"]
-            paper = (UT_PAPER["paper"], "Table 1")
-            label = f"UT w/ dynamic halting, {size} {setting}"
-        else:
-            if size != "1k":
-                continue
-            table = MEMN2N_PAPER["tables"]["Table 1"]
-            row = table["rows"][f"{size} {setting}"]
-            theirs_mean, theirs_failed = row["mean"], row["failed"]
-            paper = (MEMN2N_PAPER["paper"], "Table 1")
-            label = f"MemN2N PE LS RN, 1k {setting}"
-        mean_tolerance = table["tolerance"]
-        best_of = group["seeds"] > 1
-        base_label = label
-        if best_of:
-            label += f", best of {group['seeds']} seeds by validation"
-        if count > 1:
-            theirs_subset = float(np.mean(
-                [paper_task_error(model, t, size, setting) for t in tasks]))
-            # The tolerance of the paper's table (the UT's: 2 points; the
-            # memory network's: 1, at or below 14.9% against 13.9%).
-            theirs_worst = max(theirs_mean, theirs_subset)
-            selections = [(label, "best_of_seeds_error",
-                           "best_of_seeds_failed") if best_of
-                          else (label, "mean_error", "failed")]
-            if best_of and "best_of_seeds_by_train_error" in group:
-                selections.append((
-                    f"{base_label}, best of {group['seeds']} seeds by "
-                    "training error (the paper's selection)",
-                    "best_of_seeds_by_train_error",
-                    "best_of_seeds_by_train_error_failed"))
-            for name, key, failed_key in selections:
-                ours, failed = group[key], group[failed_key]
-                out.append({
-                    "paper": paper[0], "table": paper[1],
-                    "claim": f"{name}: mean error over {count} tasks "
-                             f"(failed tasks, > 5%; within "
-                             f"{mean_tolerance:g} points)",
-                    "theirs": f"{theirs_mean:.2f}% over 20 "
-                              f"({theirs_failed} failed); "
-                              f"{theirs_subset:.2f}% over these {count}",
-                    "ours": f"{ours:.2f}% ({len(failed)} failed: "
-                            f"{failed})",
-                    "theirs_value": theirs_mean if count == 20
-                    else theirs_subset,
-                    "ours_value": float(ours),
-                    "reproduced": claims_lib.verdict(
-                        ours, theirs_worst, mean_tolerance)
-                    if len(failed) <= max(theirs_failed, 1) else "no",
-                    "seeds": group["seeds"], "data": data,
-                    "command": command})
-        ten = ut_ten_runs(size, setting) if (
-            model == "universal_transformer" and count == 20) else None
-        if ten is not None:
-            per_seed = [float(np.mean([r["test_error"] for r in rows if (
-                r["model"], r["size"], r["setting"], r["seed"]) == (
-                model, size, setting, seed)])) for seed in sorted(
-                {r["seed"] for r in rows if (r["model"], r["size"],
-                                             r["setting"]) == (
-                    model, size, setting)})]
-            ours = float(np.mean(per_seed))
-            out.append({
-                "paper": paper[0], "table": "Appendix E",
-                "claim": f"{base_label}: mean error over 20 tasks, mean of "
-                         f"{len(per_seed)} seed{'s' * (len(per_seed) > 1)} "
-                         "against the paper's mean of 10 (within "
-                         f"{ten[2]:g} points)",
-                "theirs": f"{ten[0]:.2f} ± {ten[1]:.2f}% (mean of 10 "
-                          f"seeds); {theirs_mean:.2f}% (best of 10)",
-                "ours": f"{ours:.2f}%" + (
-                    f" ± {np.std(per_seed, ddof=1):.2f}" if len(per_seed) > 1
-                    else "") + f" (mean of {len(per_seed)})",
-                "theirs_value": ten[0], "ours_value": ours,
-                "reproduced": claims_lib.verdict(ours, ten[0], ten[2]),
-                "seeds": len(per_seed), "data": data, "command": command})
-        for task in tasks:
-            theirs = paper_task_error(model, task, size, setting)
-            if theirs is None or (count > 3 and task != 2):
-                continue
-            ten = ut_ten_runs(size, setting, task) if (
-                model == "universal_transformer") else None
-            tolerance = (UT_PAPER["tables"]["Appendix E"]["tolerance"]
-                         if model == "universal_transformer"
-                         else table["tolerance"])
-            if ten is not None:
-                # Like with like: our mean over seeds beside the paper's
-                # mean over its 10 seeds (its best of 10 shown too).
-                mine = [r["test_error"] for r in rows
-                        if (r["model"], r["size"], r["setting"], r["task"])
-                        == (model, size, setting, task)]
-                ours, theirs_value = float(np.mean(mine)), ten[0]
-                tolerance = ten[2]
-                claim = (f"{base_label}: task {task} error, mean of "
-                         f"{len(mine)} seed{'s' * (len(mine) > 1)} against "
-                         f"the paper's mean of 10 (within {tolerance:g} "
-                         f"point{'s' * (tolerance != 1)})")
-                theirs_text = (f"{ten[0]:.1f} ± {ten[1]:.1f}% (mean of 10 "
-                               f"seeds); {theirs:.1f}% (best of 10)")
-                ours_text = f"{ours:.1f}%" + (
-                    f" ± {np.std(mine, ddof=1):.1f}" if len(mine) > 1 else "") + (
-                    f" (mean of {len(mine)})")
-            else:
-                ours = group["best_of_seeds_per_task" if best_of
-                             else "per_task"][task]
-                theirs_value = theirs
-                claim = (f"{label}: task {task} error (within "
-                         f"{tolerance:g} point{'s' * (tolerance != 1)})")
-                theirs_text = f"{theirs:.1f}%" + (
-                    " (best of 10)" if model == "universal_transformer"
-                    else "")
-                ours_text = f"{ours:.1f}%"
-            out.append({
-                "paper": paper[0],
-                "table": "Appendix E" if model == "universal_transformer"
-                else paper[1],
-                "claim": claim, "theirs": theirs_text, "ours": ours_text,
-                "theirs_value": float(theirs_value),
-                "ours_value": float(ours),
-                # The page's definition: the figure, within the stated
-                # tolerance; "partly" is for orderings, none here.
-                "reproduced": claims_lib.verdict(ours, theirs_value,
-                                                 tolerance),
-                "seeds": group["seeds"], "data": data, "command": command})
-    return out
-
-
 def plot_ponder_story(model, loaded, task, vocabulary, sentence_size, args,
                       path):
     """The ponder times of the first test question of `task` with two or
@@ -862,13 +710,13 @@ def parser():
                         "schedule")
     p.add_argument("--rewrite", action="store_true",
                    help="train nothing: recompute the results file's "
-                        "summary and claims from its rows with this "
+                        "summary from its rows with this "
                         "script's rules")
     p.add_argument("--merge", nargs="+", metavar="FILE", default=None,
                    help="train nothing: add the rows and commands of these "
                         "results files (runs of other seeds in pieces, "
                         "with the same settings) to the results file, then "
-                        "recompute its summary and claims")
+                        "recompute its summary")
     p.add_argument("--checkpoint-dir", default=None,
                    help="where each run's checkpoint is kept, saved and "
                         "the results file rewritten after every epoch "
@@ -941,14 +789,19 @@ SETTINGS_NOT_COMPARED = ("results_dir", "results_name", "verbose", "minutes",
                          "checkpoint_dir", "rewrite", "merge")
 
 
+def tested_rows(rows):
+    """The rows of finished runs, which alone have a test figure."""
+    return [row for row in rows if row.get("finished", True)
+            and row.get("test_error") is not None]
+
+
 def write(args, name, rows, command, complete, in_progress=None,
           commands=None):
     settings = {key: value for key, value in vars(args).items()
                 if key not in ("results_dir", "results_name", "verbose")}
     harness.write_results(
         name, rows, directory=args.results_dir, summary=summary(
-            [r for r in rows if r.get("test_error") is not None]),
-        claims=claims(rows, command), complete=complete,
+            tested_rows(rows)), complete=complete,
         in_progress=in_progress or [], commands=commands or [command],
         settings=settings)
 
@@ -988,20 +841,15 @@ def resumable(p, args, name):
 
 
 def rewrite(args, p):
-    """Recompute the summary and the claims of the results file from its
-    rows (the claims name all its commands); everything else in it
-    stays."""
+    """Recompute the summary of the results file from its rows (the
+    scoreboard judges the papers' claims from it); everything else in it
+    stays but a stale `claims`."""
     path = results_path(args, args.results_name or f"babi_{args.model}")
     if not path.is_file():
         p.error(f"--rewrite needs a results file, none at {path}")
     record = json.loads(path.read_text())
-    command = " ; ".join(
-        command if command.startswith("python ")
-        else "python reproductions/systems/" + command
-        for command in record.get("commands", [record["command"]]))
-    tested = [r for r in record["rows"] if r.get("test_error") is not None]
-    record["summary"] = summary(tested)
-    record["claims"] = claims(record["rows"], command)
+    record["summary"] = summary(tested_rows(record["rows"]))
+    record.pop("claims", None)
     path.write_text(harness.dumps(record))
     print(f"rewrote {path}")
     return record["rows"]
@@ -1011,7 +859,7 @@ def merge(args, p):
     """`--merge`: the results file gains the rows and commands of each
     file given, whose settings must equal its own (but for the seed, the
     minutes and where files go) and whose runs must be new (model, size,
-    setting, task and seed); then its summary and claims are recomputed
+    setting, task and seed); then its summary is recomputed
     (`rewrite`)."""
     path = results_path(args, args.results_name or f"babi_{args.model}")
     if not path.is_file():

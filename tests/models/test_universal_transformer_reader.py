@@ -237,17 +237,21 @@ def test_act_learns_two_hops_with_more_than_one_step(backend):
 def test_tensor2tensor_act_style_sets_the_encoders_rule_and_saves(
         tmp_path):
     """`act_style="tensor2tensor"`: the encoder's halting unit reads the
-    step input from a variance-1/D kernel, stops at the cap without a
-    remainder and interpolates; the style survives saving."""
+    step input from a kernel of variance 2/(D + 1), stops at the cap
+    without a remainder and interpolates; the style survives saving."""
     reader = _reader(act=True, act_style="tensor2tensor")
     inputs = _story()
     output, ponder = reader(inputs, return_ponder=True)
     encoder = reader.encoder
     assert (encoder.halting_input, encoder.halt_at_cap,
             encoder.act_output) == ("state", False, "interpolate")
+    # tensor2tensor's uniform_unit_scaling: U(±√(3 / fan_avg)), fan_avg
+    # the mean of the unit's D = 16 inputs and 1 output.
     kernel = as_numpy(encoder.halting.kernel)
-    assert np.abs(kernel).max() <= (3 / 16) ** 0.5 + 1e-6  # U(±√(3/D))
+    assert np.abs(kernel).max() <= (3 / 8.5) ** 0.5 + 1e-6
     assert np.abs(kernel).max() > 0
+    assert encoder.halting.kernel_initializer.get_config()["mode"] == (
+        "fan_avg")
     ponder = as_numpy(ponder)
     assert np.all(ponder >= 1.0) and np.all(ponder <= 3.0 + 1.0)
     # The steps taken, N: whole, at most the cap, N <= N + R.
