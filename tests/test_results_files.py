@@ -107,6 +107,26 @@ def test_tracked_checkpoints_are_only_those_of_runs_in_progress():
     assert stray_checkpoints(tracked, in_progress_checkpoints(records)) == []
 
 
+CHECKPOINTS_CAP = 40 * 2**20
+"""The most bytes the tracked checkpoints of the runs in progress may
+hold together (a Music Transformer run's weights, optimizer and best
+weights are about 10 MB; finished runs keep only their state)."""
+
+
+def test_the_tracked_checkpoints_are_capped_in_size():
+    import subprocess
+
+    root = BENCHMARKS.parent
+    tracked = subprocess.run(
+        ["git", "ls-files", "benchmarks/checkpoints"], cwd=root,
+        capture_output=True, text=True, check=True).stdout.split()
+    size = sum((root / name).stat().st_size for name in tracked
+               if (root / name).is_file())
+    assert size <= CHECKPOINTS_CAP, (
+        f"benchmarks/checkpoints holds {size / 2**20:.1f} MB in git, over "
+        f"the cap of {CHECKPOINTS_CAP / 2**20:.0f} MB")
+
+
 def test_a_published_runs_checkpoint_is_found_stray():
     records = [{"in_progress": [{"checkpoint":
                                  "benchmarks/checkpoints/run/seed1"}]},
