@@ -71,6 +71,7 @@ import numpy as np
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
                        / "benchmarks"))  # harness.py
+sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2]))
 import harness  # noqa: E402
 
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
@@ -478,18 +479,16 @@ def block_verdict(plain, attention, level=0.1):
     at one-sided p < `level` (Mann-Whitney U, exact for small samples)
     and their median is lower. `gain` is the drop in the mean, `spread`
     the larger sample standard deviation."""
-    from scipy import stats
+    from reproductions import claims
 
-    test = stats.mannwhitneyu(attention, plain, alternative="less")
-    median_gain = statistics.median(plain) - statistics.median(attention)
-    spread = max(statistics.stdev(values) if len(values) > 1 else 0.0
-                 for values in (plain, attention))
+    test = claims.mann_whitney(attention, plain)
+    spread = max(claims.spread(values) for values in (plain, attention))
     return {
         "gain": statistics.fmean(plain) - statistics.fmean(attention),
-        "spread": spread, "median_gain": median_gain,
-        "mann_whitney_u": float(test.statistic),
-        "p_value": float(test.pvalue), "level": level,
-        "block_helps": bool(test.pvalue < level and median_gain > 0),
+        "spread": spread, "median_gain": test["median_gain"],
+        "mann_whitney_u": test["u"], "p_value": test["p_value"],
+        "level": level, "block_helps": bool(
+            test["p_value"] < level and test["median_gain"] > 0),
     }
 
 
