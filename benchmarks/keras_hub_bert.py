@@ -130,6 +130,26 @@ def run(args, task, length, argv):
          f"{task}:{length}"], args.memory_cap_gib * 2**30)
 
 
+def summary(rows):
+    """Per length with both models timed: KerasHub's time over ours
+    (forward, training step), our training memory over KerasHub's and
+    the largest difference of the outputs."""
+    out = []
+    for length in dict.fromkeys(row["length"] for row in rows):
+        models = {row["model"]: row for row in rows if row["length"] == length}
+        hub, ours = models.get("keras_hub", {}), models.get("ours", {})
+        if "forward_ms" not in hub or "forward_ms" not in ours:
+            continue
+        entry = {"length": length,
+                 "forward": hub["forward_ms"] / ours["forward_ms"],
+                 "train": hub["train_ms"] / ours["train_ms"],
+                 "difference": ours["max_abs_difference"]}
+        if hub.get("train_rss_bytes") and "train_rss_bytes" in ours:
+            entry["memory"] = ours["train_rss_bytes"] / hub["train_rss_bytes"]
+        out.append(entry)
+    return out
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     args = parse(argv)
@@ -174,7 +194,7 @@ def main(argv=None):
         print(line + f" ({time.perf_counter() - started:.0f} s)", flush=True)
     harness.write_results(
         args.results_name or "keras_hub_bert", rows,
-        directory=args.results_dir,
+        directory=args.results_dir, summary=summary(rows),
         settings={"layers": args.layers, "hidden": args.hidden,
                   "heads": args.heads, "intermediate": 4 * args.hidden,
                   "batch": 1, "repeats": args.repeats})

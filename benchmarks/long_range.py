@@ -64,6 +64,8 @@ CANDIDATES = ("full-dense", "full", "local", "tdmca")
 NUM_LAYERS = 5
 NUM_KEYS = NUM_VALUES = 16
 NUM_FILLERS = 64
+SETTINGS = {"layers": NUM_LAYERS, "values": NUM_VALUES}
+"""The fixed settings a results file records beside the options."""
 # Separate random streams (`numpy.random.default_rng([seed, stream,
 # ...])`): training batches, held-out documents, the warm-up batch and the
 # step sweep's batch never share documents.
@@ -219,60 +221,17 @@ def sweep(kind, lengths, args, cap):
     return rows
 
 
-def fmt_gib(value):
-    return "–" if value is None else f"{value / 2**30:.2f}"
-
-
 def tables(rows, settings):
-    """The step table and the accuracy table, as Markdown lines (also
-    `summary.py`'s rendering of a results file)."""
-    lines = []
-    for kind, table in (("step", _step_table),
-                        ("accuracy", _accuracy_table)):
-        mine = [row for row in rows if row["kind"] == kind]
-        if mine:  # a table only where there are rows
-            lines += ([""] if lines else []) + table(mine, settings)
-    return lines
+    """The step table and the accuracy table, as Markdown lines, each
+    only where there are rows: `reproductions/tables.json`'s spec, as
+    `summary.py` renders a results file."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if root not in sys.path:  # the repository, for reproductions/
+        sys.path.insert(0, root)
+    from reproductions import render
 
-
-def _step_table(rows, settings):
-    lines = [f"Training step, {NUM_LAYERS} blocks of {settings['hidden']} "
-             f"({settings['heads']} heads), batch {settings['batch']}, a "
-             "fresh process each; memory: the peak resident memory's growth "
-             "over the first step.", "",
-             "| L | candidate | weights | step s (median) | first step s | "
-             "peak memory growth GiB |", "|---|---|---|---|---|---|"]
-    for row in rows:
-        if "failed" in row:
-            killed = ("" if row.get("rss_bytes") is None else
-                      f"{fmt_gib(row['rss_bytes'])} at the kill")
-            lines.append(f"| {row['length']:,} | {row['candidate']} | | "
-                         f"{row['failed']} | | {killed} |")
-        else:
-            lines.append(f"| {row['length']:,} | {row['candidate']} | "
-                         f"{row['weights']:,} | {row['step_s']:.2f} | "
-                         f"{row['first_s']:.2f} | "
-                         f"{fmt_gib(row['rss_bytes'])} |")
-    return lines
-
-
-def _accuracy_table(rows, settings):
-    lines = [f"Held-out answer accuracy (chance {1 / NUM_VALUES:.3f}; "
-             "knowing the document's values only, "
-             f"{1 / settings['facts']:.3f}).", "",
-             "| L | candidate | trained on | steps | minutes | final loss | "
-             "accuracy |", "|---|---|---|---|---|---|---|"]
-    for row in rows:
-        where = row.get("from", "here")
-        if "failed" in row:
-            lines.append(f"| {row['length']:,} | {row['candidate']} | "
-                         f"{where} | {row['failed']} | | | |")
-        else:
-            lines.append(f"| {row['length']:,} | {row['candidate']} | "
-                         f"{where} | {row['steps']:,} | "
-                         f"{row['train_minutes']:.1f} | "
-                         f"{row['final_loss']:.3f} | {row['accuracy']:.3f} |")
-    return lines
+    return render.render({"benchmark": "long_range", "rows": rows,
+                          "settings": {**settings, **SETTINGS}})
 
 
 COLOURS = {"full-dense": "C0", "full": "C1", "local": "C2", "tdmca": "C3"}
@@ -479,10 +438,10 @@ def main(argv=None):
         args.results_name or ("long_range_quick" if args.quick
                               else "long_range"),
         rows, directory=args.results_dir,
-        settings={name: getattr(args, name) for name in (
+        settings={**{name: getattr(args, name) for name in (
             "hidden", "heads", "ff", "window", "compression", "facts",
             "batch", "train_minutes", "train_batch", "learning_rate",
-            "eval_documents", "seed")})
+            "eval_documents", "seed")}, **SETTINGS})
     if args.plot:  # after the results are safe
         plot(rows, args.plot, vars(args))
     return rows

@@ -170,55 +170,6 @@ def _long(record):
     return lines
 
 
-def _keras_hub_bert(record):
-    """benchmarks/keras_hub_bert.py: KerasHub's BERT backbone and ours made
-    from it, a row per (length, model), then KerasHub's time over ours."""
-    settings = record.get("settings", {})
-    lines = [f"B=1, {settings.get('layers')} layers of width "
-             f"{settings.get('hidden')}, {settings.get('heads')} heads, "
-             "float32; time interleaved in one process per length, memory "
-             "(peak RSS growth over the first step) in a fresh process per "
-             "model.", "",
-             "| T | model | forward ms | training step ms | forward memory "
-             "GiB | training memory GiB |", "|---|---|---|---|---|---|"]
-    by_length = {}
-    for row in record["rows"]:
-        by_length.setdefault(row["length"], {})[row["model"]] = row
-        lines.append(
-            f"| {row['length']:,} | {row['model']} | "
-            + (f"{row['forward_ms']:,.0f} | {row['train_ms']:,.0f}"
-               if "forward_ms" in row else f"{row.get('timing_failed')} |")
-            + " | " + (f"{_gib(row['forward_rss_bytes'])} | "
-                       f"{_gib(row['train_rss_bytes'])}"
-                       if "train_rss_bytes" in row
-                       else f"{row.get('failed')} |") + " |")
-    ratios = []
-    for length, models in by_length.items():
-        hub, ours = models.get("keras_hub", {}), models.get("ours", {})
-        if "forward_ms" in hub and "forward_ms" in ours:
-            ratios.append(
-                f"at {length:,} tokens, forward "
-                f"{hub['forward_ms'] / ours['forward_ms']:.2f}×, training "
-                f"step {hub['train_ms'] / ours['train_ms']:.2f}×"
-                + (f", training memory "
-                   f"{ours['train_rss_bytes'] / hub['train_rss_bytes']:.2f}×"
-                   " KerasHub's" if hub.get("train_rss_bytes") else "")
-                + f" (outputs within {ours['max_abs_difference']:.1e})")
-    if ratios:
-        lines += ["", "KerasHub's time over ours: " + "; ".join(ratios)
-                  + "."]
-    return lines
-
-
-def _long_range(record):
-    """benchmarks/long_range.py: its own two tables."""
-    if str(HERE) not in sys.path:
-        sys.path.insert(0, str(HERE))
-    import long_range
-
-    return long_range.tables(record["rows"], record["settings"])
-
-
 def _plus_minus(spread, seeds, spec):
     """A table's spread cell: `±spread` over several seeds, else —."""
     return f"±{spread:{spec}}" if seeds > 1 else "—"
@@ -335,10 +286,6 @@ def render(record, stem=None):
         lines += _scaling(record)
     elif record["benchmark"].startswith("long_attention"):
         lines += _long(record)
-    elif record["benchmark"].startswith("keras_hub_bert"):
-        lines += _keras_hub_bert(record)
-    elif record["benchmark"].startswith("long_range"):
-        lines += _long_range(record)
     elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:
         lines += _quantization(record)
     else:

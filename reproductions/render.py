@@ -15,7 +15,8 @@ is null, such as `babi_backends`, is a benchmark without one):
   with these values, `require` those with this field), each cell its
   template filled from the item; `append` adds lines filled from the
   record, each `{"if": PATH, "cells": {HEADER: TEMPLATE}}` (left out
-  when `PATH` is missing; the other cells —);
+  when `PATH` is missing; the other cells —); `above`, a paragraph
+  filled from the record, is said above the table when it has lines;
 - `{"text": TEMPLATE, "if": CONDITION, "unless": CONDITION}`: a
   paragraph filled from the record (left out when a field it names is
   missing, its `if` fails or its `unless` holds);
@@ -31,8 +32,9 @@ that the field is there) shows its `ELSE` template, or —, where it does
 not hold. `{x:min}` writes
 seconds as minutes (`.1f`), `{x:gib}` and `{x:mib}` bytes as GiB (`.2f`)
 and MiB (`.1f`), `{x:pairs}` a list of pairs as `a b; c d`, `{x:len}`
-a list's length, `{x:each SPEC}` each entry of a list by `SPEC` (of a
-dict, each key and its value), comma separated, and `{x:words.NAME}`
+a list's length, `{x:inverse}` 1/x (`.3f`), `{x:each SPEC}` each entry
+of a list by `SPEC` (of a dict, each key and its value), comma
+separated, and `{x:words.NAME}`
 the value's words in `tables.json`'s `_words.NAME` (`{"tie": "a tie
 ..."}`).
 
@@ -56,7 +58,8 @@ _UNITS = {"min": lambda v: f"{v / 60:.1f}",
           "gib": lambda v: f"{v / 2**30:.2f}",
           "mib": lambda v: f"{v / 2**20:.1f}",
           "pairs": lambda v: "; ".join(f"{a} {b}" for a, b in v),
-          "len": len}
+          "len": len,
+          "inverse": lambda v: f"{1 / v:.3f}"}
 
 
 class Missing(LookupError):
@@ -187,11 +190,13 @@ def table(block, record):
                       for header, *_ in columns])
     if not lines:
         return []
+    above = fill(block["above"], context) if "above" in block else None
     kept = [index for index in range(len(columns))
             if any(line[index] is not None for line in lines)
             or block.get("keep_empty_columns")]
-    out = ["| " + " | ".join(columns[i][0] for i in kept) + " |",
-           "|" + "---|" * len(kept)]
+    out = [above, ""] if above else []
+    out += ["| " + " | ".join(columns[i][0] for i in kept) + " |",
+            "|" + "---|" * len(kept)]
     for line in lines:
         out.append("| " + " | ".join(MISSING if line[i] is None else line[i]
                                      for i in kept) + " |")

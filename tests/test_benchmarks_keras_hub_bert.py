@@ -29,8 +29,10 @@ def test_a_tiny_run_compares_both_models(tmp_path, monkeypatch):
     hub, ours = rows["keras_hub"], rows["ours"]
     assert (f"| 1,030 | ours | {ours['forward_ms']:,.0f} | "
             f"{ours['train_ms']:,.0f} | ") in text
-    assert ("KerasHub's time over ours: at 1,030 tokens, forward "
+    assert ("KerasHub's time over ours at 1,030 tokens: forward "
             f"{hub['forward_ms'] / ours['forward_ms']:.2f}×") in text
+    (ratios,) = record["summary"]
+    assert ratios["train"] == pytest.approx(hub["train_ms"] / ours["train_ms"])
 
 
 @pytest.mark.parametrize("arguments, message", [

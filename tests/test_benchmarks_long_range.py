@@ -184,7 +184,8 @@ def test_summary_renders_both_tables(monkeypatch):
         "command": "long_range.py", "machine": {
             "cpu": "AMD EPYC", "cpu_flags": ["avx2"], "cores": 2,
             "keras": "3.15.1", "backend": "tensorflow", "device": "cpu"},
-        "settings": {"hidden": 128, "heads": 4, "batch": 1, "facts": 4},
+        "settings": {"hidden": 128, "heads": 4, "batch": 1, "facts": 4,
+                     "layers": 5, "values": 16},
         "rows": [
             {"kind": "step", "candidate": "full", "length": 16384,
              "weights": 688099, "step_s": 31.5, "first_s": 40.25,
@@ -197,8 +198,13 @@ def test_summary_renders_both_tables(monkeypatch):
              "from": "NVIDIA H100 80GB HBM3"}]}
     lines = summary.render(record)
     assert "| 16,384 | full | 688,099 | 31.50 | 40.25 | 3.00 |" in lines
-    assert ("| 16,384 | full-dense | | over the 20 GiB cap | | 21.00 at the "
-            "kill |"
-            in lines)
+    assert ("| 16,384 | full-dense | — | over the 20 GiB cap | — | 21.00 at "
+            "the kill |" in lines)
+    assert lines[lines.index("Training step, 5 blocks of 128 (4 heads), "
+                             "batch 1, a fresh process each; memory: the "
+                             "peak resident memory's growth over the first "
+                             "step.") + 2].startswith("| L | candidate |")
+    assert ("Held-out answer accuracy (chance 0.062; knowing the document's "
+            "values only, 0.250).") in lines
     assert ("| 1,024 | tdmca | NVIDIA H100 80GB HBM3 | 3,863 | 1.2 | 1.808 "
             "| 0.348 |") in lines
