@@ -23,75 +23,6 @@ RESULTS = HERE / "results"
 OUTPUT = HERE / "RESULTS.md"
 
 
-def _ms(timing):
-    return (f"{timing['median_ms']:.2f} "
-            f"({timing['q1_ms']:.2f}–{timing['q3_ms']:.2f})")
-
-
-def _mib(stats):
-    if stats is None:
-        return "n/a"
-    if round(stats["min_mib"]) == round(stats["max_mib"]):
-        return f"{stats['median_mib']:.0f}"
-    return (f"{stats['median_mib']:.0f} "
-            f"({stats['min_mib']:.0f}–{stats['max_mib']:.0f})")
-
-
-def _ratio(value):
-    return "n/a" if value is None else f"{value:.2f}"
-
-
-def _scaling(record):
-    """`attention_scaling.py`: time, work and peak memory of each layer
-    and size, then its targets and notes."""
-    parameters = record.get("parameters", {})
-    delta = parameters.get("max_relative_position")
-    lines = [
-        f"B={parameters.get('batch')}, {parameters.get('heads')} heads, "
-        f"D={parameters.get('dim')}; relative: causal, δ = "
-        f"{'T−1' if delta is None else delta}; local: window "
-        f"{parameters.get('window')}. Time: median (IQR) of "
-        f"{parameters.get('repeats')} fwd+bwd runs, the layers of one size "
-        f"interleaved; × ref divides by MultiHeadSelfAttention of the same "
-        f"size. Memory: median (min–max) over "
-        f"{parameters.get('memory_runs')} fresh process(es) of the step's "
-        "peak above the level before it; × ref memory divides TensorFlow's "
-        "allocator peaks where it keeps statistics (oneDNN on), else the "
-        "RSS growth (\"memory from\").",
-        "",
-        "| section | size | layer | fwd+bwd ms (IQR) | × ref time | GFLOP "
-        "| GFLOP/s | tensor MiB | × ref memory | RSS MiB | memory from |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
-    for row in record["rows"]:
-        # Records from before the RSS fallback always used the allocator.
-        source = row.get("memory_source", "allocator")
-        tensor = ("no stats" if row["tensor"] is None and source == "RSS"
-                  else _mib(row["tensor"]))
-        lines.append(
-            f"| {row['section']} | {row['size']} | {row['layer']} "
-            f"| {_ms(row['time'])} | {row['time_ratio']:.2f} "
-            f"| {row['gflop']:.2f} | {row['gflop_per_s']:.0f} "
-            f"| {tensor} | {_ratio(row['memory_ratio'])} "
-            f"| {_mib(row['rss'])} | {source} |")
-    targets = record.get("targets", [])
-    if targets:
-        lines += ["", "Targets:", ""]
-        for target in targets:
-            relation = {"<=": "≤", ">=": "≥"}[target["relation"]]
-            note = f"; {target['note']}" if target["note"] else ""
-            value = ("n/a" if target["value"] is None
-                     else f"{target['value']:.2f}×")
-            lines.append(
-                f"- {target['name']}: {value} (target {relation} "
-                f"{target['bound']}×{note}): {target['verdict']}")
-    notes = record.get("notes", [])
-    if notes:
-        lines += ["", "Other ratios:", ""] + [
-            f"- {line.removeprefix('also ')}" for line in notes]
-    return lines
-
-
 def _gib(value):
     return "–" if value is None else f"{value / 2**30:.2f}"
 
@@ -282,8 +213,6 @@ def render(record, stem=None):
     found = tables.render(record) if record["rows"] else None
     if found:  # by its table specs, reproductions/tables.json
         lines += found
-    elif "section" in first and "gflop_per_s" in first:
-        lines += _scaling(record)
     elif record["benchmark"].startswith("long_attention"):
         lines += _long(record)
     elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:

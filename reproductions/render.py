@@ -19,22 +19,26 @@ is null, such as `babi_backends`, is a benchmark without one):
   filled from the record, is said above the table when it has lines;
 - `{"text": TEMPLATE, "if": CONDITION, "unless": CONDITION}`: a
   paragraph filled from the record (left out when a field it names is
-  missing, its `if` fails or its `unless` holds);
+  missing, its `if` fails or its `unless` holds; either may be a list of
+  conditions: all must hold, or none);
 - `{"each": PATH, "blocks": [...]}`: the blocks once for each item at
-  `PATH` (with `where` and `require` as a table's), filled from the item.
+  `PATH` (with `where` and `require` as a table's), filled from the item
+  (an item that is not a dict as `value`).
 
 Templates are Python format strings whose fields are dotted paths into
 the item (`{test_error_mean:.2%}`, `{greedy.bleu:.2f}`), with `record.`
 for the whole file; a cell whose field is missing or null is —, and a
 column with no value in any line is left out. A column's `CONDITION`
 (`"seeds > 1"`: a field, a comparison and a number; a bare `FIELD`,
-that the field is there) shows its `ELSE` template, or —, where it does
+that the field is there and not empty) shows its `ELSE` template, or —, where it does
 not hold. `{x:min}` writes
 seconds as minutes (`.1f`), `{x:gib}` and `{x:mib}` bytes as GiB (`.2f`)
 and MiB (`.1f`), `{x:pairs}` a list of pairs as `a b; c d`, `{x:len}`
 a list's length, `{x:inverse}` 1/x (`.3f`), `{x:each SPEC}` each entry
 of a list by `SPEC` (of a dict, each key and its value), comma
-separated, and `{x:words.NAME}`
+separated, `{x:range_mib}` a `{median_mib, min_mib, max_mib}` as `median
+(min–max)` MiB (the median alone where they round alike), and
+`{x:words.NAME}`
 the value's words in `tables.json`'s `_words.NAME` (`{"tie": "a tie
 ..."}`).
 
@@ -59,7 +63,12 @@ _UNITS = {"min": lambda v: f"{v / 60:.1f}",
           "mib": lambda v: f"{v / 2**20:.1f}",
           "pairs": lambda v: "; ".join(f"{a} {b}" for a, b in v),
           "len": len,
-          "inverse": lambda v: f"{1 / v:.3f}"}
+          "inverse": lambda v: f"{1 / v:.3f}",
+          "range_mib": lambda v: (
+              f"{v['median_mib']:.0f}"
+              if round(v["min_mib"]) == round(v["max_mib"])
+              else f"{v['median_mib']:.0f} ({v['min_mib']:.0f}–"
+                   f"{v['max_mib']:.0f})")}
 
 
 class Missing(LookupError):
@@ -123,13 +132,16 @@ def fill(template, context):
 
 def holds(condition, context):
     """Whether `condition` (`"FIELD OP NUMBER"`, or `"FIELD"`: it is
-    there) holds for `context`."""
+    there and not empty; or a list of them, all holding) holds for
+    `context`."""
+    if isinstance(condition, list):
+        return all(holds(each, context) for each in condition)
     if re.fullmatch(r"[\w.]+", condition.strip()):
         try:
-            lookup(context, condition.strip())
-            return True
+            found = lookup(context, condition.strip())
         except Missing:
             return False
+        return not (isinstance(found, (str, list, dict)) and not found)
     match = _CONDITION.match(condition)
     if not match:
         raise ValueError(f"a condition is `FIELD OP NUMBER`, received: "
@@ -154,7 +166,8 @@ def items(record, path):
     if isinstance(found, dict):
         found = [{**value, "key": key} for key, value in found.items()
                  if isinstance(value, dict)]
-    return [{**item, "record": record} for item in found]
+    return [{**item, "record": record} if isinstance(item, dict)
+            else {"value": item, "record": record} for item in found]
 
 
 def selected(block, record, key):
@@ -217,8 +230,10 @@ def blocks(spec, record):
             found = table(block, record)
         elif "text" in block:
             context = {**record, "record": record}
-            shown = holds(block.get("if", "record"), context) and not (
-                "unless" in block and holds(block["unless"], context))
+            unless = block.get("unless", [])
+            shown = holds(block.get("if", "record"), context) and not any(
+                holds(each, context) for each in (
+                    unless if isinstance(unless, list) else [unless]))
             text = fill(block["text"], context) if shown else None
             found = [] if text is None else [text]
         elif "each" in block:

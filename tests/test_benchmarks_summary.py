@@ -158,7 +158,7 @@ def test_render_scaling(monkeypatch):
             "| 280.20 (275.20–285.20) | 1.00 | 48.32 | 172 | 422 (420–500) "
             "| 1.00 | 600 | allocator |") in lines
     assert ("| relative | T=2048 | RelativeAttention skew "
-            "| 390.40 (385.40–395.40) | 1.39 | 48.32 | 124 | n/a | n/a "
+            "| 390.40 (385.40–395.40) | 1.39 | 48.32 | 124 | — | — "
             "| 600 | allocator |") in lines
     assert ("| relative | T=1024 | RelativeAttention skew "
             "| 390.40 (385.40–395.40) | 1.39 | 48.32 | 124 | no stats "
@@ -167,7 +167,7 @@ def test_render_scaling(monkeypatch):
             "met") in lines
     assert ("- full/local time at n=512: 0.95× (target ≥ 10×; the target "
             "is for n=8192): NOT met") in lines
-    assert "- at T=2048: naive/skew time 2.00x" in lines
+    assert "- also at T=2048: naive/skew time 2.00x" in lines
 
 
 def test_render_serving(monkeypatch):
