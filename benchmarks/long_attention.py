@@ -247,8 +247,47 @@ def profile(candidate, length):
                 op = names.get(event.metadata_id, "?").split(":")[-1]
                 if op != "Process":
                     total[op] += event.duration_ps / 1e9
-    return {"wall_ms": wall * 1e3,
-            "op_ms": dict(sorted(total.items(), key=lambda kv: -kv[1]))}
+    return profile_summary({
+        "wall_ms": wall * 1e3,
+        "op_ms": dict(sorted(total.items(), key=lambda kv: -kv[1]))})
+
+
+RATIOS = {"ours_vs_dense": ("ours", "ours dense", 2),
+          "ours_vs_keras": ("ours", "keras", 2.5),
+          "bfloat16_ours_vs_keras": ("ours bfloat16", "keras bfloat16", 2.5),
+          "relative_vs_dense": ("relative", "relative dense", 2),
+          "compressed_vs_dense": ("compressed", "compressed dense", 1)}
+"""Each speed-up the comparison reports: (layer, its reference, the
+target of the reference's time over the layer's)."""
+
+
+def comparison_ratios(timing):
+    """The speed-ups of `timing` (`{layer: {"median_ms"}}`) that `RATIOS`
+    names, each by its key and in `ratios` with its layers and target;
+    and the precision (every layer in bfloat16, or float32)."""
+    out, listed = {}, []
+    for name, (ours, reference, target) in RATIOS.items():
+        if ours in timing and reference in timing:
+            out[name] = (timing[reference]["median_ms"]
+                         / timing[ours]["median_ms"])
+            listed.append({"ours": ours, "reference": reference,
+                           "value": out[name], "target": target})
+    precision = ("mixed_bfloat16" if timing and all(
+        name.endswith(" bfloat16") for name in timing) else "float32")
+    return {**out, "ratios": listed, "precision": precision}
+
+
+def profile_summary(found, top=8):
+    """A profile (`wall_ms`, `op_ms` largest first) with its op time in
+    all (`total_ms`), the matrix products' (`products_ms`, and their
+    `products_share`) and its `top` ops (`top_ms`)."""
+    ops = found.get("op_ms", {})
+    total = sum(ops.values())
+    products = sum(ms for op, ms in ops.items()
+                   if "MatMul" in op or "Einsum" in op)
+    return {**found, "total_ms": total, "products_ms": products,
+            "products_share": products / total if total else 0.0,
+            "top_ms": dict(list(ops.items())[:top])}
 
 
 def fmt_gib(value):
@@ -322,20 +361,10 @@ def main():
           f"({args.compare_repeats} runs each): "
           + ", ".join(f"{name} {value['median_ms']:,.0f} ms"
                       for name, value in timing.items()))
-    ratios = {}
-    for name, (ours, reference, target) in {
-            "ours_vs_dense": ("ours", "ours dense", 2),
-            "ours_vs_keras": ("ours", "keras", 2.5),
-            "bfloat16_ours_vs_keras": ("ours bfloat16", "keras bfloat16",
-                                       2.5),
-            "relative_vs_dense": ("relative", "relative dense", 2),
-            "compressed_vs_dense": ("compressed", "compressed dense",
-                                    1)}.items():
-        if ours in timing and reference in timing:
-            ratios[name] = (timing[reference]["median_ms"]
-                            / timing[ours]["median_ms"])
-            print(f"- {ours} / {reference}: {ratios[name]:.2f}x "
-                  f"(target >= {target}x)")
+    ratios = comparison_ratios(timing)
+    for ratio in ratios["ratios"]:
+        print(f"- {ratio['ours']} / {ratio['reference']}: "
+              f"{ratio['value']:.2f}x (target >= {ratio['target']}x)")
     first = args.candidates[0]
     done = [row for row in rows if row["candidate"] == first
             and "failed" not in row]

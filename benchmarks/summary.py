@@ -23,84 +23,6 @@ RESULTS = HERE / "results"
 OUTPUT = HERE / "RESULTS.md"
 
 
-def _gib(value):
-    return "–" if value is None else f"{value / 2**30:.2f}"
-
-
-def _long(record):
-    """benchmarks/long_attention.py: a row per (layer, length), then the
-    interleaved comparison's ratios."""
-    bfloat16 = all(row["candidate"].endswith(" bfloat16")
-                   for row in record["rows"])
-    lines = ["fwd+bwd of causal self-attention, B=1, 8 heads of 64, D=512, "
-             + ("Keras's mixed_bfloat16 policy" if bfloat16 else "float32")
-             + "; each (layer, length) in a fresh process: peak RSS "
-             "growth over the step and TensorFlow's allocator peak; step "
-             "time after one warm-up step.", "",
-             "| T | layer | step ms | peak RSS growth GiB | allocator peak "
-             "GiB |", "|---|---|---|---|---|"]
-    for row in record["rows"]:
-        if "failed" in row:
-            lines.append(f"| {row['length']:,} | {row['candidate']} | "
-                         f"{row['failed']} | {_gib(row.get('rss_bytes'))} "
-                         "| |")
-        else:
-            lines.append(f"| {row['length']:,} | {row['candidate']} | "
-                         f"{row['median_ms']:,.0f} | "
-                         f"{_gib(row['rss_bytes'])} | "
-                         f"{_gib(row.get('tensor_bytes'))} |")
-    comparison = record["comparison"]
-    timing = comparison["timing"]
-    named = {"ours_vs_dense": ("ours / ours dense", 2),
-             "ours_vs_keras": ("ours / keras", 2.5),
-             "bfloat16_ours_vs_keras": ("ours / keras in bfloat16", 2.5),
-             "relative_vs_dense": ("relative / relative dense", 2),
-             "compressed_vs_dense": ("compressed / compressed dense", 1)}
-    ratios = ", ".join(
-        f"{label} {comparison[key]:.2f}× (target ≥ {target}×)"
-        for key, (label, target) in named.items() if key in comparison)
-    lines += ["", f"Interleaved at T = {comparison['length']:,}: " + ", ".join(
-        f"{name} {value['median_ms']:,.0f} ms" for name, value in
-        timing.items()) + f"; {ratios}."]
-    roofline = record.get("roofline", {})
-    layers = [name for name in timing if name in roofline]
-    if layers:
-        lines += ["", f"What bounds them at T = {comparison['length']:,}: "
-                  "the matrix products' FLOPs (projections and attention, "
-                  "forward and backward), the time they take at this "
-                  "machine's float32 matmul rate measured in the same run "
-                  f"({roofline['matmul_gflops']:.0f} GFLOP/s, a "
-                  "2,048-square product), and the rate each step achieved "
-                  "counting only those FLOPs; for the block-wise core, the "
-                  "bytes its passes over the score blocks move.", "",
-                  "| layer | GFLOP | at the matmul rate, ms | step ms | "
-                  "achieved GFLOP/s | of the matmul rate | score-block "
-                  "traffic GB |", "|---|---|---|---|---|---|---|"]
-        for name in layers:
-            bound = roofline[name]
-            traffic = (f"{bound['score_bytes'] / 1e9:.1f}"
-                       if "score_bytes" in bound else "")
-            lines.append(
-                f"| {name} | {bound['flops'] / 1e9:,.0f} | "
-                f"{bound['bound_ms']:,.0f} | "
-                f"{timing[name]['median_ms']:,.0f} | "
-                f"{bound['achieved_gflops']:.0f} | "
-                f"{bound['of_matmul_rate']:.0%} | {traffic} |")
-    for name, found in record.get("profile", {}).items():
-        if "op_ms" not in found:
-            continue
-        ops = list(found["op_ms"].items())
-        total = sum(ms for _, ms in ops)
-        products = sum(ms for op, ms in ops if "MatMul" in op
-                       or "Einsum" in op)
-        lines += ["", f"Profile of one {name} step ({found['wall_ms']:,.0f} "
-                  f"ms; TensorFlow's profiler, op time summed over its "
-                  f"threads, {total:,.0f} ms, of it matrix products "
-                  f"{products:,.0f} ms, {products / total:.0%}): " + ", ".join(
-                      f"{op} {ms:,.0f}" for op, ms in ops[:8]) + " ms."]
-    return lines
-
-
 def _plus_minus(spread, seeds, spec):
     """A table's spread cell: `±spread` over several seeds, else —."""
     return f"±{spread:{spec}}" if seeds > 1 else "—"
@@ -213,8 +135,6 @@ def render(record, stem=None):
     found = tables.render(record) if record["rows"] else None
     if found:  # by its table specs, reproductions/tables.json
         lines += found
-    elif record["benchmark"].startswith("long_attention"):
-        lines += _long(record)
     elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:
         lines += _quantization(record)
     else:

@@ -37,7 +37,8 @@ and MiB (`.1f`), `{x:pairs}` a list of pairs as `a b; c d`, `{x:len}`
 a list's length, `{x:inverse}` 1/x (`.3f`), `{x:each SPEC}` each entry
 of a list by `SPEC` (of a dict, each key and its value), comma
 separated, `{x:range_mib}` a `{median_mib, min_mib, max_mib}` as `median
-(min–max)` MiB (the median alone where they round alike), and
+(min–max)` MiB (the median alone where they round alike), `{x:/1e9
+,.0f}` x divided by 1e9, then formatted by the rest, and
 `{x:words.NAME}`
 the value's words in `tables.json`'s `_words.NAME` (`{"tie": "a tie
 ..."}`).
@@ -106,6 +107,9 @@ class _Formatter(string.Formatter):
             return ", ".join(self.each(v, spec[5:]) for v in value)
         if spec.startswith("words."):  # a value named in words of tables.json
             return words()[spec[6:]][str(value)]
+        if spec.startswith("/"):  # "/1e9 ,.0f": divided, then formatted
+            divisor, _, rest = spec[1:].partition(" ")
+            return super().format_field(value / float(divisor), rest)
         return super().format_field(value, spec)
 
 

@@ -45,10 +45,15 @@ def test_relative_candidates_run_and_compare(tmp_path):
         "relative", "relative dense"]
     comparison = record["comparison"]
     timing = comparison["timing"]
-    assert set(comparison) == {"length", "timing", "relative_vs_dense"}
+    assert set(comparison) == {"length", "timing", "relative_vs_dense",
+                               "ratios", "precision"}
     assert comparison["relative_vs_dense"] == (
         timing["relative dense"]["median_ms"]
         / timing["relative"]["median_ms"])
+    assert comparison["ratios"] == [{
+        "ours": "relative", "reference": "relative dense",
+        "value": comparison["relative_vs_dense"], "target": 2}]
+    assert comparison["precision"] == "float32"
     assert "- relative / relative dense: " in stdout
 
 

@@ -230,15 +230,27 @@ def test_render_long_attention(monkeypatch):
              **_timing(12500.0, 12500.0, 12500.0, runs=1)},
             {"candidate": "keras", "length": 16384,
              "failed": "over the 14 GiB cap", "rss_bytes": 15 * 2**30}]
+    long_attention = load_script("long_attention", monkeypatch)
+    timing = {"ours": _timing(2000.0, 1, 3),
+              "ours dense": _timing(5000.0, 1, 3),
+              "keras": _timing(9000.0, 1, 3)}
     record = _record("long_attention", rows, comparison={
-        "length": 8192, "timing": {"ours": _timing(2000.0, 1, 3),
-                                   "ours dense": _timing(5000.0, 1, 3),
-                                   "keras": _timing(9000.0, 1, 3)},
-        "ours_vs_dense": 2.5, "ours_vs_keras": 4.5})
+        "length": 8192, "timing": timing,
+        **long_attention.comparison_ratios(timing)})
+    assert record["comparison"]["ours_vs_dense"] == 2.5
     lines = _summary(monkeypatch).render(record)
+    assert lines[6].startswith("fwd+bwd of causal self-attention, B=1, 8 "
+                               "heads of 64, D=512, float32;")
     assert "| 16,384 | ours | 12,500 | 1.00 | 0.50 |" in lines
-    assert "| 16,384 | keras | over the 14 GiB cap | 15.00 | |" in lines
-    assert lines[-2] == (
-        "Interleaved at T = 8,192: ours 2,000 ms, ours dense 5,000 ms, "
-        "keras 9,000 ms; ours / ours dense 2.50× (target ≥ 2×), ours / "
-        "keras 4.50× (target ≥ 2.5×).")
+    assert "| 16,384 | keras | over the 14 GiB cap | 15.00 | — |" in lines
+    assert "Interleaved at T = 8,192, median of the runs:" in lines
+    assert "| ours dense | 5,000 |" in lines
+    assert "- ours / ours dense: 2.50× (target ≥ 2×)" in lines
+    assert "- ours / keras: 4.50× (target ≥ 2.5×)" in lines
+    record["profile"] = {"ours": long_attention.profile_summary(
+        {"wall_ms": 2000.0, "op_ms": {"_MklBatchMatMulV2": 1500.0,
+                                      "Mul": 500.0}})}
+    assert ("Profile of one ours step (2,000 ms; TensorFlow's profiler, op "
+            "time summed over its threads, 2,000 ms, of it matrix products "
+            "1,500 ms, 75%): _MklBatchMatMulV2 1,500, Mul 500 ms."
+            ) in _summary(monkeypatch).render(record)
