@@ -10,7 +10,6 @@ Run: `python benchmarks/summary.py` (`make bench` runs it last).
 
 import json
 import pathlib
-import statistics
 import sys
 
 HERE = pathlib.Path(__file__).parent
@@ -21,34 +20,6 @@ from reproductions import render as tables  # noqa: E402
 
 RESULTS = HERE / "results"
 OUTPUT = HERE / "RESULTS.md"
-
-
-def _plus_minus(spread, seeds, spec):
-    """A table's spread cell: `±spread` over several seeds, else —."""
-    return f"±{spread:{spec}}" if seeds > 1 else "—"
-
-
-def _commands(record):
-    """A file written by several commands (`--append`, or runs merged)
-    names them, in order, above its tables; else nothing."""
-    if len(record.get("commands", [])) <= 1:
-        return []
-    return ["The rows come from " + ", then ".join(
-        f"`{command}`" for command in record["commands"]) + ".", ""]
-
-
-def _mean_or_dash(values):
-    """The mean of the values that are numbers (not None or NaN), or —
-    (a bAbI task with no sentence of that kind)."""
-    values = [v for v in values if v is not None and v == v]
-    return f"{sum(values) / len(values):.2f}" if values else "—"
-
-
-def _spread(values):
-    """The sample standard deviation, the one spread of every page."""
-    if len(values) < 2:
-        return "—"
-    return f"±{statistics.stdev(values):.1f}"
 
 
 def _generic(record):
@@ -62,56 +33,6 @@ def _generic(record):
         lines.append("| " + " | ".join(
             f"{row.get(k):.3g}" if isinstance(row.get(k), float)
             else str(row.get(k)) for k in keys) + " |")
-    return lines
-
-
-def _quantization(record):
-    """A trained translator in float32, bfloat16 and quantized
-    (benchmarks/quantization.py): BLEU, weights on disk and speed in
-    memory, then the served model's latency (and the server's memory),
-    each beside float32's, and the targets as computed."""
-    rows, found = record["rows"], record.get("summary", {})
-    base = next(row for row in rows if row["variant"] == "float32")
-    beam = base["beam_size"]
-    lines = [f"| variant | greedy BLEU | beam {beam} BLEU | weights (MiB) "
-             "| size / float32 | greedy sentences/s | speed / float32 | "
-             f"beam {beam} sentences/s |",
-             "|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        against = found.get(row["variant"], {})
-        lines.append(
-            f"| `{row['variant']}` | {row['bleu_greedy']:.2f} | "
-            f"{row['bleu_beam']:.2f} | {row['weights_bytes'] / 2**20:.1f} | "
-            f"{against.get('size_over_float32', 1.0):.2f}× | "
-            f"{row['greedy_sentences_per_s']:.1f} | "
-            f"{against.get('speed_over_float32', 1.0):.2f}× | "
-            f"{row['beam_sentences_per_s']:.1f} |")
-    clients = [served["clients"] for served in base["served"]]
-    lines += ["", "| variant | " + " | ".join(
-        f"{n} client{'s' if n > 1 else ''}: p50 / p99 ms, requests/s"
-        for n in clients) + " |", "|---" * (len(clients) + 1) + "|"]
-    for row in rows:
-        lines.append(f"| `{row['variant']}` | " + " | ".join(
-            f"{s['p50_ms']:.0f} / {s['p99_ms']:.0f}, "
-            f"{s['requests_per_s']:.1f}"
-            + (f" ({s['errors']} errors)" if s["errors"] else "")
-            + (f"; server {s['server_rss_bytes'] / 2**20:,.0f} MiB"
-               if "server_rss_bytes" in s else "")
-            for s in row["served"]) + " |")
-    targets = found.get("targets")
-    if targets:
-        # one variant's verdicts (older files: int8's), or a dict of them
-        if not all(isinstance(met, dict) for met in targets.values()):
-            targets = {"int8": targets}
-        sentences = f"{base['sentences']:,} test sentences. "
-        lines.append("")
-        for variant, verdicts in targets.items():
-            lines.append(sentences + f"{variant}'s targets (computed): "
-                         + "; ".join(f"{name.replace('_', ' ')}: "
-                                     f"{'yes' if met else 'no'}"
-                                     for name, met in verdicts.items())
-                         + ".")
-            sentences = ""
     return lines
 
 
@@ -131,12 +52,9 @@ def render(record, stem=None):
     lines = [f"## {record['benchmark']} (`results/{stem}.json`)",
              "",
              f"`{record['command']}`, {record['when']}.", "", where, ""]
-    first = record["rows"][0] if record["rows"] else {}
     found = tables.render(record) if record["rows"] else None
     if found:  # by its table specs, reproductions/tables.json
         lines += found
-    elif record["benchmark"].startswith("quantization") and "bleu_greedy" in first:
-        lines += _quantization(record)
     else:
         lines += _generic(record)
     return lines + [""]

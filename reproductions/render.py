@@ -11,8 +11,9 @@ is null, such as `babi_backends`, is a benchmark without one):
 - `{"table": [[HEADER, TEMPLATE, CONDITION?, ELSE?], ...], "from": PATH,
   "where": {FIELD: VALUE}, "append": [...]}`: a Markdown table, a line for
   each item of the list or dict at `PATH` of the record (`rows`,
-  `summary`; a dict's items carry their key as `key`; `where` keeps those
-  with these values, `require` those with this field), each cell its
+  `summary`; a dict's items carry their key as `key` and themselves as
+  `item`; `where` keeps those with these values, `require` those with
+  this field; `join` and `unnest` as `selected` says), each cell its
   template filled from the item; `append` adds lines filled from the
   record, each `{"if": PATH, "cells": {HEADER: TEMPLATE}}` (left out
   when `PATH` is missing; the other cells —); `above`, a paragraph
@@ -168,16 +169,30 @@ def items(record, path):
     except Missing:
         return []
     if isinstance(found, dict):
-        found = [{**value, "key": key} for key, value in found.items()
-                 if isinstance(value, dict)]
+        found = [{**value, "key": key, "item": value}
+                 for key, value in found.items() if isinstance(value, dict)]
     return [{**item, "record": record} if isinstance(item, dict)
             else {"value": item, "record": record} for item in found]
 
 
 def selected(block, record, key):
     """The items at `block[key]` (default `rows`) that have `where`'s
-    values and `require`'s field."""
-    return [item for item in items(record, block.get(key, "rows"))
+    values and `require`'s field; with `join` (`{"on": FIELD, "with":
+    PATH}`) each also has the fields of the entry of the dict at `PATH`
+    named by its `FIELD`; with `unnest` (a field holding a list of
+    dicts), an item per entry, with the entry's fields."""
+    found = items(record, block.get(key, "rows"))
+    if "join" in block:
+        try:
+            table = lookup(record, block["join"]["with"])
+        except Missing:
+            table = {}
+        found = [{**item, **table.get(str(item.get(block["join"]["on"])), {})}
+                 for item in found]
+    if "unnest" in block:
+        found = [{**item, **entry} for item in found
+                 for entry in item.get(block["unnest"]) or []]
+    return [item for item in found
             if all(item.get(name) == value
                    for name, value in block.get("where", {}).items())
             and holds(block.get("require", "record"), item)]

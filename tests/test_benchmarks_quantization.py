@@ -45,9 +45,10 @@ def test_float32_and_int8_side_by_side(tmp_path, tmp_path_factory,
     assert (f"| `int8` | {rows['int8']['bleu_greedy']:.2f} | "
             f"{rows['int8']['bleu_beam']:.2f} | ") in text
     assert f"{summary['int8']['size_over_float32']:.2f}×" in text
-    assert "| variant | 1 client: p50 / p99 ms, requests/s | 2 clients" in text
-    verdicts = "; ".join(f"{name.replace('_', ' ')}: "
-                         f"{'yes' if met else 'no'}"
+    served = rows["int8"]["served"][1]
+    assert (f"| `int8` | 2 | {served['p50_ms']:.0f} | {served['p99_ms']:.0f} "
+            f"| {served['requests_per_s']:.1f} | 0 | ") in text
+    verdicts = ", ".join(f"{name} {'yes' if met else 'no'}"
                          for name, met in summary["targets"]["int8"].items())
     assert f"int8's targets (computed): {verdicts}." in text
 

@@ -104,3 +104,46 @@ def test_every_committed_results_file_with_a_spec_renders():
         assert out and all("{" not in line for line in out), path.name
         rendered += 1
     assert rendered >= 10
+
+
+def test_join_unnest_and_a_dicts_items_as_themselves():
+    """A table's rows joined with the summary's entry of their variant; a
+    row per entry of a nested list; a dict's entry as `item`."""
+    record = {"rows": [{"variant": "big", "served": [
+        {"clients": 1, "ms": 5.0}, {"clients": 8, "ms": 9.0}]}],
+              "summary": {"big": {"size": 0.25, "met": {"fast": True,
+                                                        "small": False}}}}
+    out = lines([{"table": [["variant", "{variant}"],
+                            ["size", "{size:.2f}×"]],
+                  "join": {"on": "variant", "with": "summary"}},
+                 {"table": [["clients", "{clients}"], ["ms", "{ms:.0f}"]],
+                  "unnest": "served"},
+                 {"each": "summary", "blocks": [
+                     {"text": "{key}: {met.fast}, {item.size}"}]}], record)
+    assert out == ["| variant | size |", "|---|---|", "| big | 0.25× |", "",
+                   "| clients | ms |", "|---|---|", "| 1 | 5 |", "| 8 | 9 |",
+                   "", "big: True, 0.25"]
+
+
+def test_a_tables_paragraph_conditions_as_lists_and_units():
+    """`above` is said only with the table; a bare field that is empty
+    does not hold; `if` and `unless` take lists; `/1e9`, `inverse` and
+    `range_mib` format."""
+    record = {"rows": [{"flops": 3.2e9, "memory": {
+        "median_mib": 10.2, "min_mib": 9.8, "max_mib": 30.0}},
+        {"flops": 1e9, "memory": {"median_mib": 10.2, "min_mib": 9.8,
+                                  "max_mib": 10.4}}],
+              "note": "", "values": 16, "targets": []}
+    out = lines([{"above": "Chance {values:inverse}.",
+                  "table": [["GFLOP", "{flops:/1e9 .1f}"],
+                            ["MiB", "{memory:range_mib}"]]},
+                 {"above": "Never said.", "table": [["x", "{x}"]],
+                  "where": {"x": 1}},
+                 {"text": "noted", "if": "note"},
+                 {"text": "targets", "if": "targets"},
+                 {"text": "both", "if": ["values", "rows"]},
+                 {"text": "neither", "unless": ["note", "targets"]}],
+                record)
+    assert out == ["Chance 0.062.", "", "| GFLOP | MiB |", "|---|---|",
+                   "| 3.2 | 10 (10–30) |", "| 1.0 | 10 |", "", "both", "",
+                   "neither"]
