@@ -83,7 +83,7 @@ def test_over_the_cap_is_killed_and_not_tried_again(tmp_path):
     first, longer = record["rows"]
     assert first["failed"] == "over the 0.05 GiB cap", first
     assert longer["failed"] == "failed at a shorter length"
-    assert "| 640 | tdmca | — | failed at a shorter length |" in stdout
+    assert "| 640 | tdmca | failed at a shorter length |" in stdout
 
 
 def test_documents_weigh_the_answer_only(monkeypatch):
