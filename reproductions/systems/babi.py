@@ -931,6 +931,7 @@ def main(argv=None):
     runs = [(seed, tasks) for seed in range(args.seed, args.seed + args.seeds)
             for tasks in groups]
     done_before = {(r["seed"], r["task"]) for r in rows}
+    pending = {}  # (seed, tasks) -> the in-progress entry of a stopped run
     for done, (seed, tasks) in enumerate(runs, start=1):
         if all((seed, task) in done_before for task in tasks):
             continue
@@ -959,6 +960,14 @@ def main(argv=None):
             args, tasks, loaded, seed, started, checkpoint=checkpoint,
             on_epoch=on_epoch)
         rows += new
+        # A run stopped at its minutes stays in progress (its checkpoint
+        # kept) until a later piece finishes it.
+        if checkpoint is not None and not all(
+                r.get("finished", True) for r in new):
+            pending[(seed, tuple(tasks))] = {
+                "seed": seed, "tasks": tasks, "checkpoint": str(checkpoint)}
+        else:
+            pending.pop((seed, tuple(tasks)), None)
         if args.plot and seed == args.seed and args.plot_task in tasks:
             plot_ponder_story(model, loaded, args.plot_task, vocabulary,
                               sentence_size, args, args.plot)
@@ -966,7 +975,8 @@ def main(argv=None):
         # (`complete`: every model of the command ran all its epochs).
         finished = all(r.get("finished", True) for r in rows)
         write(args, name, rows, command, commands=commands,
-              complete=done == len(runs) and finished)
+              complete=done == len(runs) and finished,
+              in_progress=list(pending.values()))
     tested = [r for r in rows if r.get("test_error") is not None]
     for group in summary(tested):
         print(f"{group['model']} {group['size']} {group['setting']}: mean "
