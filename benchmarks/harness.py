@@ -254,10 +254,18 @@ def command_line():
     return " ".join([name] + sys.argv[1:])
 
 
+# The setting (`reproductions/settings/NAME.json`, as a dict with its
+# `name`) of the run in progress, set by `python -m reproductions`: every
+# results file written while it is set records it, so that the runner
+# resumes and merges only runs of one setting.
+SETTING = None
+
+
 def write_results(name, rows, directory=None, **extra):
     """Write `DIRECTORY/NAME.json` (default `benchmarks/results/`): the
-    machine, the command line, `rows` (a list of dicts) and any `extra`
-    fields; returns its path. Quick runs end their name in `_quick`, which
+    machine, the command line, the setting run (`SETTING`, where the
+    runner set one), `rows` (a list of dicts) and any `extra` fields;
+    returns its path. Quick runs end their name in `_quick`, which
     `summary.py` leaves out of RESULTS.md."""
     directory = pathlib.Path(directory) if directory else RESULTS_DIR
     directory.mkdir(parents=True, exist_ok=True)
@@ -268,6 +276,7 @@ def write_results(name, rows, directory=None, **extra):
             timespec="seconds"),
         "command": command_line(),
         "machine": machine(),
+        **({"setting": SETTING} if SETTING else {}),
         "rows": rows,
         **extra,
     }

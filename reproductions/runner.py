@@ -1,20 +1,27 @@
-"""One command for every reproduction: list, show, run, resume, render.
+"""One command for every reproduction: list, show, run, resume, merge,
+render.
 
     python -m reproductions list
     python -m reproductions show babi_memory_network      # its command
     python -m reproductions run babi_memory_network [--minutes 30]
     python -m reproductions resume babi_memory_network    # the next piece
+    python -m reproductions merge babi_memory_network seed5.json ...
     python -m reproductions render babi_memory_network    # summary, claims
 
 A setting (`settings/NAME.json`) names its `system`, a script of
-`systems/` with `parser()` and `main(argv)`; its sections' keys are
-that script's options (`tasks` for `--tasks`; `true` a flag, `false` and
-null left out, a list joined by commas). `run` starts the run anew,
-`resume` continues it from its checkpoints (the settings must be the
-same: the system refuses others), `render` recomputes the results file's
-summary and claims from its rows and `benchmarks/RESULTS.md` from every
-results file. Every command it runs is printed first and recorded by the
-system in the results file.
+`systems/` with `parser()`, `main(argv)` and `summary(rows)` (and, where
+a results file holds more figures computed from its rows,
+`derived(rows)`); its sections' keys are that script's options (`tasks`
+for `--tasks`; `true` a flag, `false` and null left out, a list joined
+by commas). `run` starts the run anew and `resume` continues it from its
+checkpoints; the results file records the setting, and `resume` refuses
+a setting that differs from it but for its `run` section (where files
+go, the minutes of a piece). `merge` adds the runs (rows) and commands
+of other results files of the same setting (but for its seeds and `run`
+sections: seeds run in pieces, on other machines). `render` recomputes
+the results file's summary from its finished runs, and
+`benchmarks/RESULTS.md` from every results file. Every command it runs
+is printed first and recorded in the results file.
 """
 
 import argparse
@@ -30,6 +37,8 @@ SYSTEMS = HERE / "systems"
 SETTINGS = HERE / "settings"
 SECTIONS = ("data", "model", "optimizer", "schedule", "budget", "stopping",
             "seeds", "selection", "run")
+# A row's identity: two rows that agree on these are one run.
+ROW_KEY = ("model", "variant", "size", "setting", "task", "tasks", "seed")
 FIELDS = ("system", "results", "paper", "note", *SECTIONS)
 
 
@@ -108,10 +117,11 @@ def system(name):
     spec = importlib.util.spec_from_file_location(f"system_{name}", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    for needed in ("parser", "main"):
+    for needed in ("parser", "main", "summary"):
         if not callable(getattr(module, needed, None)):
             raise SettingError(f"system {name!r} has no `{needed}()`: the "
-                               "runner needs parser() and main(argv)")
+                               "runner needs parser(), main(argv) and "
+                               "summary(rows)")
     return module
 
 
@@ -143,6 +153,8 @@ def parser():
     for name, text in (("show", "print the command of a setting"),
                        ("run", "start a run anew"),
                        ("resume", "continue a run from its checkpoints"),
+                       ("merge", "add the runs of other results files of "
+                                 "the setting"),
                        ("render", "recompute its summary and claims, and "
                                   "benchmarks/RESULTS.md")):
         sub = commands.add_parser(name, help=text)
@@ -152,15 +164,17 @@ def parser():
             sub.add_argument("--minutes", type=float, default=None,
                              help="this piece's training minutes per model "
                                   "(default: the setting's)")
+        if name == "merge":
+            sub.add_argument("files", nargs="+", type=pathlib.Path,
+                             metavar="FILE", help="results files written "
+                             "by this setting's runs")
     return p
 
 
 def _list(directory):
     for name in names(directory):
         setting = load(name, directory)
-        results = pathlib.Path(setting.get("run", {}).get(
-            "results_dir") or BENCHMARKS / "results")
-        path = results / f"{setting['results']}.json"
+        path = results_path(setting)
         if path.is_file():
             record = json.loads(path.read_text())
             state = ("complete" if record.get("complete", True)
@@ -171,6 +185,115 @@ def _list(directory):
               f"{setting.get('paper', '')}")
 
 
+def results_path(setting):
+    """The setting's results file (its `run` section's `results_dir`, by
+    default benchmarks/results/)."""
+    folder = setting.get("run", {}).get("results_dir")
+    return pathlib.Path(folder or BENCHMARKS / "results") / (
+        f"{setting['results']}.json")
+
+
+def differences(mine, theirs, skip=("run",)):
+    """The options (`--name value`) in which two settings differ, in all
+    their sections but `skip`."""
+    def flat(setting):
+        return {key: value for section in SECTIONS if section not in skip
+                for key, value in setting.get(section, {}).items()}
+
+    a, b = flat(mine), flat(theirs)
+    return [f"--{key.replace('_', '-')} {b.get(key)!r} there, "
+            f"{a.get(key)!r} here" for key in sorted(set(a) | set(b))
+            if a.get(key) != b.get(key)]
+
+
+def _read(path):
+    try:
+        return json.loads(pathlib.Path(path).read_text())
+    except (OSError, ValueError) as error:
+        raise SettingError(f"cannot read {path}: {error}") from None
+
+
+def rerender(setting, module):
+    """Recompute the results file's summary from its finished runs (and
+    the system's `derived` figures); a stale `claims` goes (the
+    scoreboard judges claims from the rows). Returns the record."""
+    import harness  # benchmarks/, on the path once `system()` ran
+
+    path = results_path(setting)
+    if not path.is_file():
+        raise SettingError(f"render needs a results file, none at {path}")
+    record = _read(path)
+    finished = [row for row in record["rows"] if row.get("finished", True)]
+    record["summary"] = module.summary(finished)
+    derived = getattr(module, "derived", None)
+    for key, value in (derived(finished) if derived else {}).items():
+        if value:
+            record[key] = value
+        else:
+            record.pop(key, None)
+    record.pop("claims", None)
+    path.write_text(harness.dumps(record))
+    print(f"rewrote {path}")
+    return record
+
+
+def merge(setting, module, files):
+    """Add the rows and commands of `files` (results files of this
+    setting, but for its seeds and `run` sections) to the setting's
+    results file, then `rerender` it; a file of another setting, or one
+    that repeats a run, is a `SettingError`."""
+    path = results_path(setting)
+    if not path.is_file():
+        raise SettingError(f"merge needs a results file to merge into, "
+                           f"none at {path}")
+    record = _read(path)
+
+    def key(row):
+        return json.dumps({k: row[k] for k in ROW_KEY if k in row})
+
+    seen = {key(row) for row in record["rows"]}
+    commands = record.get("commands", [record["command"]])
+    for name in files:
+        other = _read(name)
+        if "setting" not in other:
+            raise SettingError(f"merge: {name} records no setting (files "
+                               "that `run` or `resume` wrote do)")
+        differ = differences(setting, other["setting"],
+                             skip=("run", "seeds"))
+        if differ:
+            raise SettingError(f"merge: {name} differs from the setting "
+                               f"{setting['name']!r} in: "
+                               + ", ".join(differ))
+        if not other.get("rows"):
+            raise SettingError(f"merge: {name} has no run (rows)")
+        for row in other["rows"]:
+            if key(row) in seen:
+                raise SettingError(f"merge: {name} repeats the run "
+                                   f"{key(row)}")
+            seen.add(key(row))
+            record["rows"].append(row)
+        commands += other.get("commands", [other["command"]])
+    record["commands"] = commands
+    record.setdefault("setting", setting)
+    import harness  # benchmarks/, on the path once `system()` ran
+
+    path.write_text(harness.dumps(record))
+    return rerender(setting, module)
+
+
+def _resumable(setting):
+    """A `SettingError` where the results file was written by another
+    setting (but for its `run` section)."""
+    path = results_path(setting)
+    if path.is_file():
+        earlier = _read(path).get("setting")
+        differ = earlier and differences(setting, earlier)
+        if differ:
+            raise SettingError(f"resume continues a run with its own "
+                               f"setting; {path} differs in: "
+                               + ", ".join(differ))
+
+
 def main(arguments=None):
     p = parser()
     args = p.parse_args(arguments)
@@ -178,22 +301,29 @@ def main(arguments=None):
         if args.command == "list":
             _list(args.settings)
             return 0
-        setting = load(args.name, args.settings)
+        setting = dict(load(args.name, args.settings), name=args.name)
         module = system(setting["system"])
         check(setting, module)
-        extra = []
-        if getattr(args, "minutes", None) is not None:
-            extra += ["--minutes", str(args.minutes)]
-        if args.command == "resume":
-            extra.append("--resume")
-        if args.command == "render":
-            extra = ["--rewrite"]
-        if args.command == "show":
-            print(command(setting, extra))
-            return 0
-        print(command(setting, extra), flush=True)
-        module.main(argv(setting, extra))
-        if args.command == "render":
+        if args.command == "merge":
+            merge(setting, module, args.files)
+        elif args.command == "render":
+            rerender(setting, module)
+        else:
+            extra = []
+            if getattr(args, "minutes", None) is not None:
+                extra += ["--minutes", str(args.minutes)]
+            if args.command == "resume":
+                _resumable(setting)
+                extra.append("--resume")
+            if args.command == "show":
+                print(command(setting, extra))
+                return 0
+            print(command(setting, extra), flush=True)
+            import harness
+
+            harness.SETTING = setting
+            module.main(argv(setting, extra))
+        if args.command in ("merge", "render"):
             _render_all()
         return 0
     except SettingError as error:

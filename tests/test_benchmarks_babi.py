@@ -328,69 +328,6 @@ def test_the_readmes_babi_figures_are_the_results_files():
             assert f"**{row['test_error']:.1f}% test error**" not in text
 
 
-def test_rewrite_and_merge(tmp_path):
-    """`--rewrite` recomputes a file's summary from its rows (a stale
-    `claims` goes). `--merge`: seeds run in pieces, each to its own file,
-    merge into one: the rows and commands of both, the claims judged
-    over both seeds; a file of
-    other settings, or one that repeats a run, is a one-line error. (One
-    training run serves both.)"""
-    import json
-
-    root = _release(tmp_path / "babi")
-    common = ["--model", "memory_network", "--data", str(root), "--tasks",
-              "1", "--epochs", "2", "--linear-epochs", "1", "--backend",
-              "jax"]
-    _, record = run_benchmark("babi.py", tmp_path / "a", *common,
-                              timeout=600)
-    into = tmp_path / "a" / "babi_memory_network.json"
-    into.write_text(json.dumps(dict(record, claims=[], summary=[])))
-    result = subprocess.run(
-        [sys.executable, str(SYSTEMS / "babi.py"), "--model",
-         "memory_network", "--rewrite", "--results-dir",
-         str(tmp_path / "a")], capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-2000:]
-    rewritten = json.loads(into.read_text())
-    assert "claims" not in rewritten
-    assert rewritten["summary"] == record["summary"]
-    assert rewritten["rows"] == record["rows"]
-    # Seed 1's file, as `--seed 1` writes it (a copy: one run is enough).
-    other = json.loads(json.dumps(record))
-    other["rows"][0].update(seed=1, test_error=12.5)
-    other["settings"]["seed"] = 1
-    other["commands"] = [record["command"] + " --seed 1"]
-    seed1 = tmp_path / "seed1.json"
-    seed1.write_text(json.dumps(other))
-
-    def merge(*files):
-        return subprocess.run(
-            [sys.executable, str(SYSTEMS / "babi.py"), "--model",
-             "memory_network", "--results-dir", str(tmp_path / "a"),
-             "--merge", *map(str, files)],
-            capture_output=True, text=True, timeout=300)
-
-    result = merge(seed1)
-    assert result.returncode == 0, result.stderr[-2000:]
-    merged = json.loads(into.read_text())
-    assert [row["seed"] for row in merged["rows"]] == [0, 1]
-    assert merged["rows"][1] == other["rows"][0]
-    assert len(merged["commands"]) == 2
-    assert merged["summary"][0]["seeds"] == 2
-    claims = scoreboard.judged_claims(merged, results="babi_memory_network")
-    assert claims and all(claim["seeds"] == 2 for claim in claims)
-    assert merged["summary"][0]["mean_error"] == pytest.approx(
-        (record["rows"][0]["test_error"] + 12.5) / 2)
-
-    again = merge(seed1)
-    assert again.returncode == 2 and "Traceback" not in again.stderr
-    assert "repeats the run" in again.stderr
-    changed = dict(other, settings=dict(other["settings"], hops=2))
-    (tmp_path / "c.json").write_text(json.dumps(changed))
-    differ = merge(tmp_path / "c.json")
-    assert differ.returncode == 2 and "--hops 2 there, 3 here" in \
-        differ.stderr
-
-
 def test_a_checkpoint_from_before_the_loop_is_upgraded(tmp_path):
     """The UT runs in progress (benchmarks/checkpoints/) were saved by the
     script's own loop: their state is rewritten in the package loop's

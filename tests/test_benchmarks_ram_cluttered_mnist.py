@@ -2,7 +2,7 @@
 each kind of model, selects on validation, tests once, prints the rule
 with no weights beside them, writes the paper's rows (the claims are
 judged from them by reproductions.claims);
---append and --rewrite keep the rows; mistakes are one line."""
+--append and the runner's render keep the rows; mistakes are one line."""
 
 import json
 import statistics
@@ -91,7 +91,7 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     assert "| RAM, 4 glimpses, 12x12, 3 scales (`ram4`) | 2 | **" in page
     assert "| 4.96% |" in page and "most frequent training class" in page
 
-    # --append adds rows; --rewrite recomputes the summary only.
+    # --append adds rows; the runner's render recomputes the summary only.
     subprocess.run(
         [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"), *common,
          "--variants", "conv", "--seeds", "0", "--append",
@@ -101,10 +101,12 @@ def test_tiny_run_writes_rows_summary_and_claims(tmp_path, digits,
     assert len(record["commands"]) == 2
     del record["summary"]
     (results / "ram_cluttered_mnist.json").write_text(json.dumps(record))
-    subprocess.run(
-        [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"),
-         "--rewrite", "--results-dir", str(results)], check=True,
-        capture_output=True)
+    from reproductions import runner
+
+    setting = {"system": "ram_cluttered_mnist", "name": "ram",
+               "results": "ram_cluttered_mnist",
+               "run": {"results_dir": str(results)}}
+    runner.rerender(setting, runner.system("ram_cluttered_mnist"))
     again = json.loads((results / "ram_cluttered_mnist.json").read_text())
     assert again["rows"] == record["rows"]
     # ram4 and conv judged from the rows (no ram6: no ordering claim; the

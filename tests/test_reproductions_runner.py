@@ -79,3 +79,68 @@ def test_a_setting_runs_and_is_listed(tmp_path):
     wrong = _run("--settings", str(settings), "show", "missing")
     assert wrong.returncode == 2 and "Traceback" not in wrong.stderr
     assert "no setting 'missing'" in wrong.stderr
+
+
+def test_seeds_run_apart_merge_and_render(tmp_path):
+    """Seeds run in pieces, each to its own file, merge into one: the rows
+    and commands of both, the summary and claims over both seeds. A file
+    of another setting, or one that repeats a run, is a one-line error;
+    so is `resume` with a setting changed; `render` recomputes a summary
+    (a stale `claims` goes). (Two tiny memory-network runs serve all.)"""
+    root = _release(tmp_path / "babi")
+    settings = tmp_path / "settings"
+    settings.mkdir()
+    tiny = {"system": "babi", "results": "mn", "paper": "a test",
+            "data": {"data": str(root), "tasks": [1]},
+            "model": {"model": "memory_network", "hops": 3},
+            "stopping": {"epochs": 2, "linear_epochs": 1},
+            "seeds": {"seed": 0},
+            "run": {"backend": "jax", "results_dir": str(tmp_path / "a")}}
+    (settings / "mn.json").write_text(json.dumps(tiny))
+    other = dict(tiny, seeds={"seed": 1},
+                 run=dict(tiny["run"], results_dir=str(tmp_path / "b")))
+    (settings / "mn1.json").write_text(json.dumps(other))
+    for name in ("mn", "mn1"):
+        result = _run("--settings", str(settings), "run", name)
+        assert result.returncode == 0, result.stderr[-2000:]
+    into = tmp_path / "a" / "mn.json"
+    first = json.loads(into.read_text())
+    assert first["setting"]["name"] == "mn"
+    assert first["setting"]["model"] == tiny["model"]
+    seed1 = tmp_path / "b" / "mn.json"
+
+    def merge(*files):
+        return _run("--settings", str(settings), "merge", "mn",
+                    *map(str, files))
+
+    result = merge(seed1)
+    assert result.returncode == 0, result.stderr[-2000:]
+    merged = json.loads(into.read_text())
+    assert [row["seed"] for row in merged["rows"]] == [0, 1]
+    assert merged["rows"][1] == json.loads(seed1.read_text())["rows"][0]
+    assert len(merged["commands"]) == 2
+    assert merged["summary"][0]["seeds"] == 2
+    assert merged["summary"][0]["mean_error"] == pytest.approx(
+        sum(row["test_error"] for row in merged["rows"]) / 2)
+
+    again = merge(seed1)
+    assert again.returncode == 2 and "Traceback" not in again.stderr
+    assert "repeats the run" in again.stderr
+    changed = json.loads(seed1.read_text())
+    changed["setting"]["model"]["hops"] = 2
+    (tmp_path / "c.json").write_text(json.dumps(changed))
+    differ = merge(tmp_path / "c.json")
+    assert differ.returncode == 2 and "Traceback" not in differ.stderr
+    assert "--hops 2 there, 3 here" in differ.stderr
+
+    (settings / "mn.json").write_text(json.dumps(
+        dict(tiny, model={"model": "memory_network", "hops": 2})))
+    resumed = _run("--settings", str(settings), "resume", "mn")
+    assert resumed.returncode == 2 and "Traceback" not in resumed.stderr
+    assert "--hops 3 there, 2 here" in resumed.stderr
+
+    into.write_text(json.dumps(dict(merged, summary=[], claims=[])))
+    setting = dict(tiny, name="mn")
+    runner.rerender(setting, runner.system("babi"))
+    record = json.loads(into.read_text())
+    assert record["summary"] == merged["summary"] and "claims" not in record

@@ -708,15 +708,6 @@ def parser():
                         "this piece): finished runs are kept, a stopped "
                         "one goes on with the same data order and "
                         "schedule")
-    p.add_argument("--rewrite", action="store_true",
-                   help="train nothing: recompute the results file's "
-                        "summary from its rows with this "
-                        "script's rules")
-    p.add_argument("--merge", nargs="+", metavar="FILE", default=None,
-                   help="train nothing: add the rows and commands of these "
-                        "results files (runs of other seeds in pieces, "
-                        "with the same settings) to the results file, then "
-                        "recompute its summary")
     p.add_argument("--checkpoint-dir", default=None,
                    help="where each run's checkpoint is kept, saved and "
                         "the results file rewritten after every epoch "
@@ -786,7 +777,7 @@ def finish_arguments(p, args):
 
 SETTINGS_NOT_COMPARED = ("results_dir", "results_name", "verbose", "minutes",
                          "resume", "seeds", "plot", "plot_task",
-                         "checkpoint_dir", "rewrite", "merge")
+                         "checkpoint_dir")
 
 
 def tested_rows(rows):
@@ -840,72 +831,9 @@ def resumable(p, args, name):
     return rows, record.get("commands", [record["command"]])
 
 
-def rewrite(args, p):
-    """Recompute the summary of the results file from its rows (the
-    scoreboard judges the papers' claims from it); everything else in it
-    stays but a stale `claims`."""
-    path = results_path(args, args.results_name or f"babi_{args.model}")
-    if not path.is_file():
-        p.error(f"--rewrite needs a results file, none at {path}")
-    record = json.loads(path.read_text())
-    record["summary"] = summary(tested_rows(record["rows"]))
-    record.pop("claims", None)
-    path.write_text(harness.dumps(record))
-    print(f"rewrote {path}")
-    return record["rows"]
-
-
-def merge(args, p):
-    """`--merge`: the results file gains the rows and commands of each
-    file given, whose settings must equal its own (but for the seed, the
-    minutes and where files go) and whose runs must be new (model, size,
-    setting, task and seed); then its summary is recomputed
-    (`rewrite`)."""
-    path = results_path(args, args.results_name or f"babi_{args.model}")
-    if not path.is_file():
-        p.error(f"--merge needs a results file to merge into, none at {path}")
-    record = json.loads(path.read_text())
-
-    def key(row):
-        return tuple(row.get(k) for k in ("model", "size", "setting", "task",
-                                          "seed"))
-
-    seen = {key(row) for row in record["rows"]}
-    commands = record.get("commands", [record["command"]])
-    for name in args.merge:
-        try:
-            other = json.loads(pathlib.Path(name).read_text())
-        except (OSError, ValueError) as error:
-            p.error(f"--merge: cannot read {name}: {error}")
-        mine, theirs = record.get("settings", {}), other.get("settings", {})
-        differ = [k for k in mine if k not in SETTINGS_NOT_COMPARED
-                  and k != "seed" and k in theirs and mine[k] != theirs[k]]
-        if differ:
-            p.error(f"--merge: {name} differs from {path} in: " + ", ".join(
-                f"--{k.replace('_', '-')} {theirs[k]!r} there, {mine[k]!r} "
-                "here" for k in differ))
-        if not other.get("rows"):
-            p.error(f"--merge: {name} has no finished run (rows)")
-        for row in other["rows"]:
-            if key(row) in seen:
-                p.error(f"--merge: {name} repeats the run {key(row)}")
-            seen.add(key(row))
-            record["rows"].append(row)
-        commands += other.get("commands", [other["command"]])
-    record["commands"] = commands
-    record["rows"].sort(key=lambda row: tuple(
-        "" if value is None else value for value in key(row)))
-    path.write_text(harness.dumps(record))
-    return rewrite(args, p)
-
-
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
-    if args.merge:
-        return merge(args, p)
-    if args.rewrite:
-        return rewrite(args, p)
     if args.backend == "auto":  # $KERAS_BACKEND, else the faster here
         args.backend = os.environ.get("KERAS_BACKEND",
                                       AUTO_BACKEND[args.model])

@@ -43,7 +43,6 @@ piece of every run, `--resume` continues them from their checkpoints;
 """
 
 import argparse
-import json
 import os
 import pathlib
 import statistics
@@ -73,7 +72,7 @@ VARIANTS = {
     "fc256": dict(kind="fc"),
     "oracle_glimpse": dict(kind="oracle"),
 }
-FLAGS = {"--append", "--diagnose", "--rewrite"}  # options without a value
+FLAGS = {"--append", "--diagnose"}  # options without a value
 LABELS = {
     "ram4": "RAM, 4 glimpses, 12x12, 3 scales",
     "ram6": "RAM, 6 glimpses, 12x12, 3 scales",
@@ -146,9 +145,6 @@ def parser():
     p.add_argument("--diagnose", action="store_true",
                    help="print each loss term's gradient norm at the core "
                         "(RAM variants, JAX) at the start and the end")
-    p.add_argument("--rewrite", action="store_true",
-                   help="train nothing: recompute the results file's "
-                        "summary from its rows")
     return p
 
 
@@ -600,9 +596,6 @@ def main(argv=None):
     import harness
 
     harness.choose_backend(p, args)
-
-    if args.rewrite:
-        return rewrite(args, p)
     data = load(args, p)
     if args.draw:
         if not args.figure:
@@ -678,27 +671,10 @@ def main(argv=None):
     return all_rows
 
 
-def rewrite(args, p):
-    """Recompute the summary of the results file from its rows;
-    everything else in it stays."""
-    import harness
-
-    path = pathlib.Path(args.results_dir or harness.RESULTS_DIR) / (
-        f"{args.results_name or NAME}.json")
-    if not path.is_file():
-        p.error(f"--rewrite needs a results file, none at {path}")
-    record = json.loads(path.read_text())
-    record["summary"] = summary(record["rows"])
-    # The claims are judged from the rows by reproductions.claims.
-    record.pop("claims", None)
-    explored = exploration(record["rows"])
-    if explored:
-        record["exploration"] = explored
-    else:
-        record.pop("exploration", None)
-    path.write_text(harness.dumps(record))
-    print(f"rewrote {path}")
-    return record["rows"]
+def derived(rows):
+    """The results file's figures beyond the summary, from its rows (for
+    `python -m reproductions render`)."""
+    return {"exploration": exploration(rows)}
 
 
 if __name__ == "__main__":
