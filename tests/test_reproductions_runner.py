@@ -35,10 +35,65 @@ def test_the_command_line_of_a_setting():
                      runner.system("babi"))
 
 
+def _published(name):
+    """The setting `name` and its results file (None if not written)."""
+    setting = runner.load(name)
+    path = runner.results_path(setting)
+    return setting, json.loads(path.read_text()) if path.is_file() else None
+
+
+# Options that say where files go or how a command was split into pieces,
+# not what ran.
+NOT_THE_RUN = {"results_dir", "results_name", "append", "resume", "minutes",
+               "checkpoint_dir", "deadline", "verbose", "logs", "save_dir",
+               "output_dir", "figures", "cache_dir", "parallel", "data",
+               "plot", "plot_task", "backend", "variant_list", "seed_list"}
+
+
+@pytest.mark.parametrize("name", [name for name in runner.names()
+                                  if _published(name)[1] is not None])
+def test_a_published_setting_is_the_run_its_file_records(name):
+    """Each setting with a results file is the run that file records: its
+    options parsed by the system equal the settings the file records,
+    or where it records none, those of its commands (their variants
+    together: a file grown by `--append`)."""
+    import shlex
+
+    setting, record = _published(name)
+    module = runner.system(setting["system"])
+
+    def parsed(words):  # the options as the system runs them
+        p = module.parser()
+        args = p.parse_args(words)
+        finish = getattr(module, "finish_arguments", None)
+        return vars(finish(p, args) if finish else args)
+
+    ours = parsed(runner.argv(setting))
+    theirs = dict(record.get("settings") or {})
+    if not theirs:
+        variants = []
+        for line in record.get("commands", [record["command"]]):
+            words = shlex.split(line)
+            if words[:3] == ["python", "-m", "reproductions"]:
+                continue  # the runner ran this setting
+            theirs.update(parsed(words[1:]))
+            variants += theirs["variants"].split(",")
+        theirs["variants"] = variants or ours.get("variants")
+    for key in set(theirs) & set(ours) - NOT_THE_RUN - {"seeds", "tasks"}:
+        value, mine = theirs[key], ours[key]
+        if key == "variants":
+            value = value.split(",") if isinstance(value, str) else value
+            value, mine = set(value), set(mine.split(","))
+        elif isinstance(value, list):
+            value = ",".join(map(str, value))
+        assert value == mine, f"{key}: {value!r} in the file, {mine!r} here"
+    # Seeds run apart and merged: 5 + 5; one by one.
+    merged = ("babi_memory_network", "babi_universal_transformer_10k_task2")
+    assert theirs.get("seeds") in (None, ours["seeds"]) or name in merged
+
+
 def test_the_memory_network_setting_is_the_published_run():
-    setting = runner.load("babi_memory_network")
-    record = json.loads((ROOT / "benchmarks" / "results" /
-                         "babi_memory_network.json").read_text())
+    setting, record = _published("babi_memory_network")
     published = dict(record["settings"], tasks="all")
     for key, value in runner.options(setting).items():
         if key != "seeds":  # the file merged two commands of 5 seeds
