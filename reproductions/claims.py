@@ -61,6 +61,8 @@ is, else "no".
 
 import statistics
 
+from reproductions import render
+
 DIRECTIONS = ("lower", "higher")
 KINDS = ("figure", "ordering")
 RULES = ("spread", "mann_whitney")
@@ -168,18 +170,12 @@ MISSING = object()
 
 
 def field_of(row, field):
-    """`row[field]`, `a.b` reading a nested key (a dict's int keys read
-    as text, as JSON writes them), MISSING where absent or None."""
-    found = row
-    for key in field.split("."):
-        if not isinstance(found, dict):
-            return MISSING
-        if key not in found and key.lstrip("-").isdigit():
-            key = int(key)
-        found = found.get(key, MISSING)
-        if found is None:
-            return MISSING
-    return found
+    """`row[field]` as the renderer reads it (`render.lookup`: `a.b` a
+    nested key), MISSING where absent or None."""
+    try:
+        return render.lookup(row, field)
+    except render.Missing:
+        return MISSING
 
 
 def _per(rows, field, per):

@@ -78,10 +78,14 @@ class Missing(LookupError):
 
 
 def lookup(context, path):
-    """The value at dotted `path` of `context` (dicts by key, lists by
-    index); `Missing` where there is none, or it is null."""
+    """The value at dotted `path` of `context` (dicts by key, a dict's int
+    keys read as text, as JSON writes them; lists by index); `Missing`
+    where there is none, or it is null."""
     value = context
     for part in path.split("."):
+        if isinstance(value, dict) and part not in value and part.lstrip(
+                "-").isdigit() and int(part) in value:
+            part = int(part)
         if isinstance(value, dict) and part in value:
             value = value[part]
         elif isinstance(value, list) and part.lstrip("-").isdigit() and (
