@@ -68,6 +68,8 @@ def test_a_published_setting_is_the_run_its_file_records(name):
         finish = getattr(module, "finish_arguments", None)
         return vars(finish(p, args) if finish else args)
 
+    if "setting" in record:  # the runner ran it
+        assert runner.differences(setting, record["setting"]) == []
     ours = parsed(runner.argv(setting))
     theirs = dict(record.get("settings") or {})
     if not theirs:
@@ -162,6 +164,7 @@ def test_seeds_run_apart_merge_and_render(tmp_path):
     first = json.loads(into.read_text())
     assert first["setting"]["name"] == "mn"
     assert first["setting"]["model"] == tiny["model"]
+    assert "settings" not in first  # the setting, not the options
     seed1 = tmp_path / "b" / "mn.json"
 
     def merge(*files):

@@ -788,13 +788,16 @@ def tested_rows(rows):
 
 def write(args, name, rows, command, complete, in_progress=None,
           commands=None):
-    settings = {key: value for key, value in vars(args).items()
-                if key not in ("results_dir", "results_name", "verbose")}
+    # A run of a setting records the setting (harness.SETTING); a command
+    # typed by hand records its options.
+    settings = {} if harness.SETTING else {"settings": {
+        key: value for key, value in vars(args).items()
+        if key not in ("results_dir", "results_name", "verbose")}}
     harness.write_results(
         name, rows, directory=args.results_dir, summary=summary(
             tested_rows(rows)), complete=complete,
         in_progress=in_progress or [], commands=commands or [command],
-        settings=settings)
+        **settings)
 
 
 def checkpoint_for(args, name, seed, tasks):
@@ -818,7 +821,7 @@ def resumable(p, args, name):
     if not args.resume or not path.is_file():
         return [], []
     record = json.loads(path.read_text())
-    earlier = record.get("settings", {})
+    earlier = record.get("settings", {})  # none where the runner compared
     now = vars(args)
     differ = [key for key in earlier if key not in SETTINGS_NOT_COMPARED
               and key in now and earlier[key] != now[key]]
