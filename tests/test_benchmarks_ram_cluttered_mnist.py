@@ -163,6 +163,8 @@ def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
     assert len(row["validation_curve"]) == 1 and not row["finished"]
     assert row["test_error"] is None and "test_error_sampled" not in row
     assert record["summary"] == {}
+    assert record["complete"] is False and record["in_progress"] == [
+        {"checkpoint": str(tmp_path / "checkpoints")}]
     assert not (tmp_path / "models").exists()
     stdout, record = run_benchmark(
         "ram_cluttered_mnist.py", tmp_path / "results", *common,
@@ -174,6 +176,7 @@ def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
     assert 0 <= row["test_error"] <= 1 and row["sampled_paths"] == 2
     assert second["seed"] == 1 and second["finished"]
     assert record["summary"]["ram4"]["seeds"] == 2
+    assert record["complete"] is True and record["in_progress"] == []
     # Resuming with other settings is one line.
     result = subprocess.run(
         [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"),

@@ -659,9 +659,16 @@ def main(argv=None):
                 row["validation_error"] for row in rows
                 if (row["variant"], row["seed"]) == key))
             draw(models[best], data, args.figure)
+    # While runs go on (a piece ended by --minutes, or runs not begun),
+    # the file says so and names their checkpoints, which --resume
+    # continues.
+    complete = sum(row.get("finished", True) for row in rows) == len(
+        args.variant_list) * len(args.seed_list)
     harness.write_results(
         name, all_rows, directory=args.results_dir,
-        commands=commands + [harness.command_line()],
+        commands=commands + [harness.command_line()], complete=complete,
+        in_progress=[] if complete or not args.checkpoint_dir else [
+            {"checkpoint": str(args.checkpoint_dir)}],
         summary=summary(all_rows), paper_test_error=PAPER,
         majority_rule_test_error=rule,
         **({"exploration": explored} if explored else {}),
