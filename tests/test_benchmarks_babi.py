@@ -261,6 +261,12 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
         reference["steps"]
     assert row["valid_curve"] == reference["valid_curve"]
     assert row["test_accuracy"] == reference["test_accuracy"]
+    # ACT's steps taken on the validation stories, an epoch a line, over
+    # both pieces (N: 1 to the cap of 2).
+    assert row["valid_steps"] == reference["valid_steps"]
+    assert row["valid_steps"]["epoch"] == [1, 2, 3]
+    for role in ("question", "supporting", "other", "all"):
+        assert all(1.0 <= n <= 2.0 for n in row["valid_steps"][role])
     assert row["stopped_by"] == "budget: 3 epochs"
     assert len(row["weights_sha256"]) == 64  # the published weights' hash
     assert [(p["first_epoch"], p["last_epoch"]) for p in row["pieces"]] \

@@ -225,9 +225,10 @@ def _add_counts(totals, counts):
 def _score(value):
     """A validation result as a tuple of floats (a float is a 1-tuple)."""
     values = value if isinstance(value, (tuple, list)) else (value,)
-    if not values:
-        raise ValueError(f"`validate` must return a float or a tuple of "
-                         f"floats, received: {value!r}")
+    if not values or values[0] is None:
+        raise ValueError(f"`validate` must return a float, a tuple of "
+                         f"floats or a dict with a `score`, received: "
+                         f"{value!r}")
     return tuple(float(v) for v in values)
 
 
@@ -246,7 +247,9 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
             list is concatenated, e.g. `{"seconds": [12.5]}`).
         validate: `validate(model)` returns the validation score (a float)
             or a tuple whose first entry is the score and whose others
-            break ties (all compared in the same direction).
+            break ties (all compared in the same direction); or a dict of
+            that `score` and other validation figures (JSON-serializable),
+            which are kept an epoch a line in the state's `figures`.
         rule: a `StoppingRule`.
         test: `test(model)` returns the test split's results (a
             JSON-serializable dict), called once, when the run finishes,
@@ -272,7 +275,8 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         score), `finished`, `stopped_by` (the rule's reason, or None),
         `seconds` (training and validation time over every piece),
         `train_seconds` (the `epoch` calls' alone: the time budget's
-        clock), `pieces`, `test` (the
+        clock), `pieces`, `figures` (where `validate` returns a dict: its
+        other figures, an epoch a line), `test` (the
         test results, None until the run is finished), with a `directory`
         and once finished `weights_sha256` (the hash of the saved selected
         weights, `last.weights.h5`), and the summed counts `epoch`
@@ -353,7 +357,14 @@ def train_run(model, *, epoch, validate, rule, test=None, selection="best",
         state["train_seconds"] = state.get("train_seconds", 0.0) + (
             time.perf_counter() - epoch_started)
         _add_counts(state["counts"], counts)
-        score = _score(validate(model))
+        found = validate(model)
+        if isinstance(found, dict):
+            figures = {key: value for key, value in found.items()
+                       if key != "score"}
+            state.setdefault("figures", []).append(
+                {"epoch": index + 1, **figures})
+            found = found.get("score")
+        score = _score(found)
         state["epoch"] = index + 1
         state["curve"].append(score[0])
         state["scores"].append(list(score))

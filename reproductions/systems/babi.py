@@ -217,7 +217,7 @@ def predict(model, inputs, batch_size, ponder=False):
 
 
 def train(args, model, data, seconds_left, seed=0, checkpoint=None,
-          on_epoch=None, test=None):
+          on_epoch=None, test=None, figures=None):
     """Fit epoch by epoch with the package's loop (`training.train_run`)
     until `--epochs` (the stopping rule) or this invocation's
     `seconds_left`; the weights of the best validation accuracy (ties:
@@ -230,7 +230,9 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
     With a `checkpoint` folder every epoch is saved there, and a run whose
     checkpoint exists continues from it (`--resume`): the same data order
     and schedule as one uninterrupted run. `on_epoch(state)` is called
-    after every epoch; `test(model)`, once, when the run finishes.
+    after every epoch; `test(model)`, once, when the run finishes;
+    `figures(model)`, a dict of validation figures, after every epoch
+    (kept in the state's `figures`).
 
     Returns the loop's state (`epoch`, `curve`, `best`, `finished`,
     `test`, `seconds`, `pieces`, and the counts `seen` and `steps`)."""
@@ -266,7 +268,8 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
     def validate(model):
         loss, accuracy = model.evaluate(valid_inputs, valid_answers,
                                         batch_size=256, verbose=0)
-        return round(float(accuracy), 4), -float(loss)
+        score = round(float(accuracy), 4), -float(loss)
+        return {"score": score, **figures(model)} if figures else score
 
     state = train_run(
         model, epoch=epoch, validate=validate, test=test,
@@ -316,6 +319,9 @@ def memory_slots(args, samples):
         return args.memory_size
     return min(args.memory_size,
                max(len(sample.sentences) for sample in samples))
+
+
+ROLES = ("question", "supporting", "other", "all")
 
 
 def ponder_by_role(samples, ponder, steps, memory_size):
@@ -396,8 +402,23 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
                     args.memory_size))
         return figures
 
+    def validation_steps(model):
+        """The steps taken (N) by role, over the validation stories: the
+        halting as it trains (the test split's are the row's figures)."""
+        _, pondered, steps = predict(model, data[1][0], 256, ponder=True)
+        found = ponder_by_role(valid_samples, pondered, steps,
+                               args.memory_size)
+        steps = {role: round(found[f"steps_{role}"], 3) for role in ROLES
+                 if found[f"steps_{role}"] is not None}
+        if args.verbose:
+            print("validation steps taken: " + ", ".join(
+                f"{role} {value:.2f}" for role, value in steps.items()),
+                flush=True)
+        return steps
+
     state = train(args, model, data, args.minutes * 60.0, seed=seed,
-                  checkpoint=checkpoint, on_epoch=on_epoch, test=test)
+                  checkpoint=checkpoint, on_epoch=on_epoch, test=test,
+                  figures=validation_steps if act else None)
     best_epoch, valid_accuracy = state["best"]["epoch"], \
         state["best"]["score"][0]
     epochs, seen, curve = state["epoch"], state["seen"], state["curve"]
@@ -428,6 +449,10 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
             "pieces": state["pieces"],
             "weights_sha256": state.get("weights_sha256"),
         }
+        if state.get("figures"):  # ACT: the validation steps an epoch
+            row["valid_steps"] = {key: [line.get(key) for line in
+                                        state["figures"]]
+                                  for key in ("epoch", *ROLES)}
         if figures is not None:
             row.update(figures[str(task)],
                        train_error=figures["train_error"])

@@ -112,6 +112,32 @@ def test_the_best_validation_epoch_is_selected_and_tested_once():
     assert state["counts"] == {"steps": 16, "seen": 4 * len(X)}
 
 
+def test_validation_figures_are_kept_an_epoch_a_line(tmp_path):
+    """`validate` may return a dict: its `score` selects, its other
+    figures are kept an epoch a line, across the pieces of a resumed run;
+    a dict without a score names what it received."""
+    scores = [0.1, 0.9, 0.3]
+    recorder = Recorder(scores=scores)
+
+    def validate(net):
+        index = len(recorder.weights) - 1
+        return {"score": recorder.validate(net), "steps": 2.0 + index}
+
+    for _ in range(3):
+        state = train_run(model(), epoch=recorder.epoch, validate=validate,
+                          rule=StoppingRule(3), directory=tmp_path / "run",
+                          seconds=1e-9, verbose=0)
+    assert state["finished"] and state["best"]["epoch"] == 2
+    assert state["curve"] == scores
+    assert state["figures"] == [{"epoch": 1, "steps": 2.0},
+                                {"epoch": 2, "steps": 3.0},
+                                {"epoch": 3, "steps": 4.0}]
+    with pytest.raises(ValueError, match="a dict with a `score`"):
+        train_run(model(), epoch=Recorder().epoch,
+                  validate=lambda net: {"steps": 1.0}, rule=StoppingRule(1),
+                  verbose=0)
+
+
 def test_ties_are_broken_by_the_further_scores_and_last_selects_last():
     scores = [(0.5, -2.0), (0.5, -1.0), (0.5, -3.0)]
     recorder = Recorder(scores)
