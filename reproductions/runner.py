@@ -177,8 +177,12 @@ def _list(directory):
         path = results_path(setting)
         if path.is_file():
             record = json.loads(path.read_text())
-            state = ("complete" if record.get("complete", True)
-                     else "in progress")
+            finished = [row.get("finished", True) for row in record["rows"]]
+            state = ("complete" if record.get("complete", True) else
+                     f"in progress: {sum(finished)} run(s) finished, "
+                     f"{finished.count(False)} stopped")
+            if record.get("off_scoreboard"):
+                state += "; off the scoreboard"
         else:
             state = "not run"
         print(f"{name}: {setting['system']} -> {path.name} ({state}); "

@@ -130,7 +130,8 @@ def test_a_setting_runs_and_is_listed(tmp_path):
     record = json.loads((tmp_path / "out" / "tiny.json").read_text())
     assert record["complete"] is False and record["rows"][0]["epochs"] == 1
     listed = _run("--settings", str(settings), "list")
-    assert "tiny: babi -> tiny.json (in progress)" in listed.stdout
+    assert ("tiny: babi -> tiny.json (in progress: 0 run(s) finished, 1 "
+            "stopped)") in listed.stdout
     shown = _run("--settings", str(settings), "show", "tiny")
     assert shown.stdout.strip().endswith("--results-name tiny")
     wrong = _run("--settings", str(settings), "show", "missing")
