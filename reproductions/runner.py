@@ -6,7 +6,7 @@ render.
     python -m reproductions run babi_memory_network [--minutes 30]
     python -m reproductions resume babi_memory_network    # the next piece
     python -m reproductions merge babi_memory_network seed5.json ...
-    python -m reproductions render babi_memory_network    # summary, claims
+    python -m reproductions render babi_memory_network    # its summary
 
 A setting (`settings/NAME.json`) names its `system`, a script of
 `systems/` with `parser()`, `main(argv)` and `summary(rows)` (and, where
@@ -15,13 +15,13 @@ a results file holds more figures computed from its rows,
 for `--tasks`; `true` a flag, `false` and null left out, a list joined
 by commas). `run` starts the run anew and `resume` continues it from its
 checkpoints; the results file records the setting, and `resume` refuses
-a setting that differs from it but for its `run` section (where files
-go, the minutes of a piece). `merge` adds the runs (rows) and commands
-of other results files of the same setting (but for its seeds and `run`
-sections: seeds run in pieces, on other machines). `render` recomputes
-the results file's summary from its finished runs, and
-`benchmarks/RESULTS.md` from every results file. Every command it runs
-is printed first and recorded in the results file.
+a setting that differs from it but for where files go and the minutes
+of a piece (`WHERE`). `merge` adds the finished runs (rows) and commands
+of other results files of the same setting but for its seeds (seeds run
+apart, on other machines). `render` recomputes the results file's
+summary from its finished runs (the scoreboard judges the claims from
+its rows), and `benchmarks/RESULTS.md` from every results file. Every
+command it runs is printed first and recorded in the results file.
 """
 
 import argparse
@@ -38,7 +38,13 @@ SETTINGS = HERE / "settings"
 SECTIONS = ("data", "model", "optimizer", "schedule", "budget", "stopping",
             "seeds", "selection", "run")
 # A row's identity: two rows that agree on these are one run.
-ROW_KEY = ("model", "variant", "size", "setting", "task", "tasks", "seed")
+ROW_KEY = ("model", "variant", "size", "setting", "task", "tasks", "seed",
+           "location_std", "first_glimpse")
+# The options that say only where files go, how long a piece is or how it
+# is shown: settings that differ in them are one setting.
+WHERE = ("results_dir", "minutes", "checkpoint_dir", "logs", "save_dir",
+         "output_dir", "verbose", "parallel", "cache_dir", "figures",
+         "plot", "plot_task")
 FIELDS = ("system", "results", "paper", "note", *SECTIONS)
 
 
@@ -155,8 +161,8 @@ def parser():
                        ("resume", "continue a run from its checkpoints"),
                        ("merge", "add the runs of other results files of "
                                  "the setting"),
-                       ("render", "recompute its summary and claims, and "
-                                  "benchmarks/RESULTS.md")):
+                       ("render", "recompute its summary from its rows, "
+                                  "and benchmarks/RESULTS.md")):
         sub = commands.add_parser(name, help=text)
         sub.add_argument("name", help="a setting (python -m reproductions "
                                       "list)")
@@ -177,7 +183,8 @@ def _list(directory):
         path = results_path(setting)
         if path.is_file():
             record = json.loads(path.read_text())
-            finished = [row.get("finished", True) for row in record["rows"]]
+            finished = [row.get("finished", True)
+                        for row in record.get("rows", [])]
             state = ("complete" if record.get("complete", True) else
                      f"in progress: {sum(finished)} run(s) finished, "
                      f"{finished.count(False)} stopped")
@@ -197,17 +204,30 @@ def results_path(setting):
         f"{setting['results']}.json")
 
 
-def differences(mine, theirs, skip=("run",)):
-    """The options (`--name value`) in which two settings differ, in all
-    their sections but `skip`."""
+def differences(mine, theirs, skip=()):
+    """The options (`--name value`) in which two settings differ, as the
+    system is given them (false, null and absent alike; a list as its
+    commas), in all their sections but `skip`, and but the options that
+    only say where files go or how long a piece is (`WHERE`)."""
     def flat(setting):
-        return {key: value for section in SECTIONS if section not in skip
-                for key, value in setting.get(section, {}).items()}
+        return {key: _given(value) for section in SECTIONS
+                if section not in skip
+                for key, value in (setting.get(section) or {}).items()
+                if key not in WHERE and _given(value) is not None}
 
     a, b = flat(mine), flat(theirs)
-    return [f"--{key.replace('_', '-')} {b.get(key)!r} there, "
-            f"{a.get(key)!r} here" for key in sorted(set(a) | set(b))
+    return [f"--{key.replace('_', '-')} {b.get(key)} there, "
+            f"{a.get(key)} here" for key in sorted(set(a) | set(b))
             if a.get(key) != b.get(key)]
+
+
+def _given(value):
+    """An option's value as its command line gives it (None: left out)."""
+    if value is False or value is None:
+        return None
+    if isinstance(value, list):
+        return ",".join(str(v) for v in value)
+    return "true" if value is True else str(value)
 
 
 def _read(path):
@@ -226,7 +246,7 @@ def rerender(setting, module):
     path = results_path(setting)
     if not path.is_file():
         raise SettingError(f"render needs a results file, none at {path}")
-    record = _read(path)
+    record = _results(path)
     finished = [row for row in record["rows"] if row.get("finished", True)]
     record["summary"] = module.summary(finished)
     derived = getattr(module, "derived", None)
@@ -242,41 +262,45 @@ def rerender(setting, module):
 
 
 def merge(setting, module, files):
-    """Add the rows and commands of `files` (results files of this
-    setting, but for its seeds and `run` sections) to the setting's
-    results file, then `rerender` it; a file of another setting, or one
-    that repeats a run, is a `SettingError`."""
+    """Add the finished runs (rows) and commands of `files` (results files
+    of this setting, but for its seeds) to the setting's results file
+    (of this setting too), then `rerender` it; a file of another
+    setting, an unfinished run, or one that repeats a run, is a
+    `SettingError`."""
     path = results_path(setting)
     if not path.is_file():
         raise SettingError(f"merge needs a results file to merge into, "
                            f"none at {path}")
-    record = _read(path)
+    _resumable(setting, "merge")
+    record = _results(path)
 
     def key(row):
         return json.dumps({k: row[k] for k in ROW_KEY if k in row})
 
     seen = {key(row) for row in record["rows"]}
-    commands = record.get("commands", [record["command"]])
+    commands = _commands(record)
     for name in files:
-        other = _read(name)
-        if "setting" not in other:
-            raise SettingError(f"merge: {name} records no setting (files "
-                               "that `run` or `resume` wrote do)")
-        differ = differences(setting, other["setting"],
-                             skip=("run", "seeds"))
+        other = _results(name)
+        if not isinstance(other.get("setting"), dict):
+            raise SettingError(f"merge: {name} records no setting (the "
+                               "files that `run` and `resume` write do)")
+        differ = differences(setting, other["setting"], skip=("seeds",))
         if differ:
             raise SettingError(f"merge: {name} differs from the setting "
                                f"{setting['name']!r} in: "
                                + ", ".join(differ))
-        if not other.get("rows"):
+        if not other["rows"]:
             raise SettingError(f"merge: {name} has no run (rows)")
         for row in other["rows"]:
+            if not row.get("finished", True):
+                raise SettingError(f"merge: {name} holds a run not finished "
+                                   f"({key(row)}): resume it first")
             if key(row) in seen:
                 raise SettingError(f"merge: {name} repeats the run "
                                    f"{key(row)}")
             seen.add(key(row))
             record["rows"].append(row)
-        commands += other.get("commands", [other["command"]])
+        commands += _commands(other)
     record["commands"] = commands
     record.setdefault("setting", setting)
     import harness  # benchmarks/, on the path once `system()` ran
@@ -285,15 +309,33 @@ def merge(setting, module, files):
     return rerender(setting, module)
 
 
-def _resumable(setting):
-    """A `SettingError` where the results file was written by another
-    setting (but for its `run` section)."""
+def _results(path):
+    """A results file as a dict with its `rows` (dicts); a `SettingError`
+    for anything else."""
+    record = _read(path)
+    rows = record.get("rows") if isinstance(record, dict) else None
+    if not isinstance(rows, list) or not all(isinstance(row, dict)
+                                             for row in rows):
+        raise SettingError(f"{path}: not a results file (a JSON object "
+                           "whose `rows` are objects)")
+    return record
+
+
+def _commands(record):
+    """The commands a results file records."""
+    return list(record.get("commands") or [record.get("command", "")])
+
+
+def _resumable(setting, command="resume"):
+    """A `SettingError` where the results file records another setting
+    (but for where files go and the minutes of a piece)."""
     path = results_path(setting)
     if path.is_file():
-        earlier = _read(path).get("setting")
-        differ = earlier and differences(setting, earlier)
+        record = _read(path)
+        earlier = record.get("setting") if isinstance(record, dict) else None
+        differ = isinstance(earlier, dict) and differences(setting, earlier)
         if differ:
-            raise SettingError(f"resume continues a run with its own "
+            raise SettingError(f"{command} goes on with the file's own "
                                f"setting; {path} differs in: "
                                + ", ".join(differ))
 
@@ -326,8 +368,12 @@ def main(arguments=None):
             import harness
 
             harness.SETTING = setting
-            module.main(argv(setting, extra))
-        if args.command in ("merge", "render"):
+            try:
+                module.main(argv(setting, extra))
+            finally:
+                harness.SETTING = None
+        if args.command in ("merge", "render") and results_path(
+                setting).parent.resolve() == (BENCHMARKS / "results").resolve():
             _render_all()
         return 0
     except SettingError as error:

@@ -35,6 +35,22 @@ def test_the_command_line_of_a_setting():
                      runner.system("babi"))
 
 
+def test_settings_differ_as_their_command_lines_do():
+    """false, null and absent are one; a list is its commas; where files
+    go and a piece's minutes are not the setting."""
+    mine = {"data": {"tasks": [1, 2], "joint": False},
+            "run": {"minutes": 5, "backend": "jax"}}
+    same = {"data": {"tasks": "1,2"},
+            "run": {"minutes": 60, "results_dir": "/tmp/x",
+                    "backend": "jax"}}
+    assert runner.differences(mine, same) == []
+    other = {"data": {"tasks": [1, 2], "joint": True},
+             "run": {"backend": "tensorflow"}}
+    assert runner.differences(mine, other) == [
+        "--backend tensorflow there, jax here",
+        "--joint true there, None here"]
+
+
 def _published(name):
     """The setting `name` and its results file (None if not written)."""
     setting = runner.load(name)
@@ -89,6 +105,16 @@ def test_a_published_setting_is_the_run_its_file_records(name):
         elif isinstance(value, list):
             value = ",".join(map(str, value))
         assert value == mine, f"{key}: {value!r} in the file, {mine!r} here"
+    # The rows: their variants, seeds and the options they record.
+    variants = set(str(ours.get("variants") or "").split(","))
+    for row in record["rows"]:
+        if "variant" in row and ours.get("variants"):
+            assert row["variant"] in variants, row["variant"]
+        if isinstance(ours.get("seeds"), str):
+            assert str(row["seed"]) in ours["seeds"].split(","), row["seed"]
+        for key in ("location_std", "first_glimpse", "model", "size"):
+            if key in row and key in ours:
+                assert row[key] == ours[key], key
     # Seeds run apart and merged: 5 + 5; one by one.
     merged = ("babi_memory_network", "babi_universal_transformer_10k_task2")
     assert theirs.get("seeds") in (None, ours["seeds"]) or name in merged
@@ -185,6 +211,12 @@ def test_seeds_run_apart_merge_and_render(tmp_path):
     again = merge(seed1)
     assert again.returncode == 2 and "Traceback" not in again.stderr
     assert "repeats the run" in again.stderr
+    stopped = json.loads(seed1.read_text())
+    stopped["rows"][0].update(seed=2, finished=False)
+    (tmp_path / "stopped.json").write_text(json.dumps(stopped))
+    unfinished = merge(tmp_path / "stopped.json")
+    assert unfinished.returncode == 2 and "not finished" in \
+        unfinished.stderr
     changed = json.loads(seed1.read_text())
     changed["setting"]["model"]["hops"] = 2
     (tmp_path / "c.json").write_text(json.dumps(changed))

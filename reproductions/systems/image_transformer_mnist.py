@@ -384,6 +384,12 @@ def summary(rows):
     return out
 
 
+def derived(rows):
+    """The results file's figures beyond the summary, from its rows (for
+    `python -m reproductions render`)."""
+    return {"comparison": comparison(summary(rows))}
+
+
 def settings(args):
     """The model and training settings every row shares."""
     return {"query_block": list(args.query_block_pair),
