@@ -94,8 +94,11 @@ def test_a_published_setting_is_the_run_its_file_records(name):
             words = shlex.split(line)
             if words[:3] == ["python", "-m", "reproductions"]:
                 continue  # the runner ran this setting
+            if words[0] == "python":  # the runner's system command line
+                words = words[1:]
             theirs.update(parsed(words[1:]))
-            variants += theirs["variants"].split(",")
+            variants += [v for v in str(theirs.get("variants") or "")
+                         .split(",") if v]
         theirs["variants"] = variants or ours.get("variants")
     for key in set(theirs) & set(ours) - NOT_THE_RUN - {"seeds", "tasks"}:
         value, mine = theirs[key], ours[key]
