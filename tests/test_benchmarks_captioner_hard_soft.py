@@ -189,9 +189,13 @@ def test_the_pages_figures_are_the_results_files(monkeypatch):
             f"{record['rows'][0]['epochs']} epochs; no weights: "
             f"{rule['bleu']:.2f}; the paper has hard ahead, "
             f"{hard['paper_bleu4']} against {soft['paper_bleu4']};") in readme
-    assert (f"`reproductions/systems/captioner_hard_soft.py --seeds "
-            f"{','.join(map(str, seeds))} --epochs "
-            f"{record['rows'][0]['epochs']}`") in readme
+    # Its command: the setting's, of these seeds and epochs.
+    from reproductions import runner
+
+    setting = runner.load("captioner_hard_soft")
+    assert setting["seeds"]["seeds"] == seeds
+    assert setting["stopping"]["epochs"] == record["rows"][0]["epochs"]
+    assert "`python -m reproductions run captioner_hard_soft`" in readme
 
     # The 15-epoch run, kept beside it: its figures, what twice the epochs
     # gained, and its table under the page's marker.
