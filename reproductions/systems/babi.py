@@ -333,7 +333,7 @@ def ponder_by_role(samples, ponder, steps, memory_size):
     `ponder_all`, `steps_question`, ..., `steps_all`."""
     found = {}
     for kind, times in (("ponder", ponder), ("steps", steps)):
-        roles = {"question": [], "supporting": [], "other": [], "all": []}
+        roles = {role: [] for role in ROLES}
         for sample, row in zip(samples, times):
             roles["question"].append(row[0])
             roles["all"].append(row[0])
