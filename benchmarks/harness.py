@@ -623,17 +623,22 @@ def variants_and_seeds(p, args, known):
 EXAMPLES_DIR = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
-def load_example(name):
-    """The module `examples/NAME.py`, loaded by path (examples are not a
-    package): what a benchmark that measures an example calls, so the
-    example's model and training are not copied."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(name,
-                                                  EXAMPLES_DIR / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+def run_example(name, argv):
+    """Run `examples/NAME.py` with `argv` as a user runs it (its output
+    shown as it goes) and return the figures it writes with `--results`:
+    what a benchmark that measures an example calls, so the example's
+    model and training are not copied. A failed example is a one-line
+    `SystemExit` (its own error is printed above it)."""
+    with tempfile.TemporaryDirectory() as folder:
+        path = pathlib.Path(folder) / "results.json"
+        sys.stdout.flush()
+        done = subprocess.run([sys.executable, str(EXAMPLES_DIR / f"{name}.py"),
+                               *argv, "--results", str(path)])
+        if done.returncode or not path.is_file():
+            raise SystemExit(f"examples/{name}.py {' '.join(argv)} failed "
+                             f"(exit status {done.returncode}); its error "
+                             "is above")
+        return json.loads(path.read_text())
 
 
 def seed_list(text):

@@ -40,10 +40,12 @@ block), and its cost grows linearly with the number of pixels where full
 attention's grows quadratically.
 
 Run: `python examples/image_transformer_digits.py [--epochs N]
-[--output samples.png]`.
+[--output samples.png] [--results FILE]`.
 """
 
 import argparse
+import json
+import pathlib
 import time
 
 from keras_attention.logs import quiet_tensorflow
@@ -117,6 +119,8 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--output", default="image_transformer_samples.png",
                         help="the PNG grid of samples")
+    parser.add_argument("--results", metavar="FILE",
+                        help="also write the figures printed to FILE (JSON)")
     args = parser.parse_args(argv)
     if args.samples < 2 or args.samples % 2:
         parser.error(f"--samples must be an even int >= 2, received: "
@@ -160,6 +164,9 @@ def main(argv=None):
     save_grid(args.output, panels)
     results["seconds"] = time.perf_counter() - started
     print(f"samples saved to {args.output}; total {results['seconds']:.0f} s")
+    if args.results:
+        pathlib.Path(args.results).write_text(
+            json.dumps(results, indent=1, default=float))
     return results
 
 

@@ -26,10 +26,12 @@ samples, and for the attention model the attention map of three query
 pixels of one sample.
 
 Run: `python examples/sagan_digits.py [--seeds 0,1,2] [--steps 3000]
-[--output-dir runs/sagan]` (TensorFlow or JAX: `KERAS_BACKEND=jax`).
+[--output-dir runs/sagan] [--results FILE]` (TensorFlow or JAX:
+`KERAS_BACKEND=jax`).
 """
 
 import argparse
+import json
 import pathlib
 import time
 
@@ -178,6 +180,8 @@ def main(argv=None):
     parser.add_argument("--classifier-epochs", type=int, default=15)
     parser.add_argument("--output-dir", default="runs/sagan")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--results", metavar="FILE",
+                        help="also write the figures printed to FILE (JSON)")
     args = parser.parse_args(argv)
     try:
         seeds = [int(seed) for seed in args.seeds.split(",")]
@@ -229,8 +233,13 @@ def main(argv=None):
         spread = (f" ± {values.std(ddof=1):.2f}" if len(values) > 1 else "")
         print(f"  {'with' if attention else 'without'} self-attention: "
               f"{values.mean():.2f}{spread} over {len(values)} seed(s)")
-    return {"floor": floor, "classifier_accuracy": float(accuracy),
-            "plain": scores[False], "attention": scores[True], "runs": runs}
+    results = {"floor": floor, "classifier_accuracy": float(accuracy),
+               "plain": scores[False], "attention": scores[True],
+               "runs": runs}
+    if args.results:
+        pathlib.Path(args.results).write_text(
+            json.dumps(results, indent=1, default=float))
+    return results
 
 
 if __name__ == "__main__":

@@ -361,6 +361,14 @@ def main(arguments=None):
             if args.command == "resume":
                 _resumable(setting)
                 extra.append("--resume")
+            known = {option for action in module.parser()._actions
+                     for option in action.option_strings}
+            missing = [flag for flag in extra if flag.startswith("--")
+                       and flag not in known]
+            if missing:
+                raise SettingError(
+                    f"system {setting['system']!r} runs in one piece: it "
+                    f"has no {', '.join(missing)} (`run` starts it anew)")
             if args.command == "show":
                 print(command(setting, extra))
                 return 0

@@ -1,9 +1,13 @@
 """benchmarks/harness.py's `run_pinned`: each job in a process of its
 own, its rows back in the order of the jobs, and none begun once the
 shared deadline (`--minutes`) has passed, so a run is never started only
-to train one stray epoch after it."""
+to train one stray epoch after it; `run_example`: an example run as a
+command, its `--results` read back, a failure one line."""
 
+import json
 import time
+
+import pytest
 
 from tests.test_benchmarks_summary import load_script
 
@@ -69,3 +73,29 @@ def test_late_gain_counts_a_fall_for_a_loss(monkeypatch):
     assert late_gain([1, 2, 3, 2.5, 2.4], 2) == -0.5
     assert late_gain([1, 2, 3, 2.5, 2.4], 2, lower_is_better=True) == -1.4
     assert late_gain([1, 2], 2) is None
+
+
+# A stand-in for an example: writes its arguments to --results, or fails.
+EXAMPLE = """
+import json, pathlib, sys
+if "--fail" in sys.argv:
+    sys.exit("an error of its own")
+where = sys.argv.index("--results")
+pathlib.Path(sys.argv[where + 1]).write_text(
+    json.dumps({"argv": sys.argv[1:where]}))
+"""
+
+
+def test_an_example_runs_as_a_command(tmp_path, monkeypatch, capfd):
+    harness = load_script("harness", monkeypatch)
+    (tmp_path / "made_up.py").write_text(EXAMPLE)
+    monkeypatch.setattr(harness, "EXAMPLES_DIR", tmp_path)
+    assert harness.run_example("made_up", ["--seed", "3"]) == {
+        "argv": ["--seed", "3"]}
+    with pytest.raises(SystemExit) as failed:
+        harness.run_example("made_up", ["--fail"])
+    assert str(failed.value) == ("examples/made_up.py --fail failed (exit "
+                                 "status 1); its error is above")
+    assert "an error of its own" in capfd.readouterr().err
+    assert json.loads(json.dumps(harness.run_example("made_up", []))) == {
+        "argv": []}

@@ -51,7 +51,8 @@ def script(monkeypatch):
     monkeypatch.syspath_prepend(str(SYSTEMS))  # its sibling import
     module = load_script("image_transformer_digits", monkeypatch)
     example = _Example()
-    monkeypatch.setattr(module.harness, "load_example", lambda name: example)
+    monkeypatch.setattr(module.harness, "run_example",
+                        lambda name, argv: example.main(argv))
     return module, example
 
 

@@ -43,7 +43,8 @@ def script(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     module = load_script("sagan_digits", monkeypatch)
     example = _Example()
-    monkeypatch.setattr(module.harness, "load_example", lambda name: example)
+    monkeypatch.setattr(module.harness, "run_example",
+                        lambda name, argv: example.main(argv))
     return module, example
 
 

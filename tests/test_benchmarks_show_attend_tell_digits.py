@@ -8,9 +8,7 @@ import json
 import statistics
 import subprocess
 import sys
-import types
 
-import numpy as np
 import pytest
 
 from tests.test_benchmarks_summary import BENCHMARKS
@@ -20,33 +18,13 @@ from tests.test_benchmarks_summary import load_script
 EXACT = {("soft", 0.0): [0.85, 0.78, 0.88], ("hard", 0.0): [0.75, 0.61, 0.73]}
 
 
-class _Vocabulary:
-    def decode(self, row):
-        return " ".join(str(token) for token in row)
-
-
 class _Example:
-    """Stands in for the example: made-up scores per run, and training
-    captions whose most common one ("1 2") is right for 1 of 4 test
-    scenes."""
-
-    digit_scenes = types.SimpleNamespace(CaptionVocabulary=_Vocabulary)
+    """Stands in for the example: records its arguments and returns, as
+    its `--results` file gives them, made-up scores per run and the most
+    common training caption ("1 2", right for 1 of 4 test scenes)."""
 
     def __init__(self):
         self.calls = []
-
-    def arguments(self):
-        return types.SimpleNamespace(parse_args=lambda argv: argv)
-
-    def load(self, args, vocabulary):
-        targets = np.array([[1, 2], [1, 2], [3, 4]])
-        test = types.SimpleNamespace(captions=["1 2", "3 4", "5 6", "3 4"])
-        return (None, targets), test
-
-    def scores(self, hypotheses, references):
-        exact = float(np.mean([h == r for h, r in zip(hypotheses,
-                                                      references)]))
-        return {"exact": exact, "bleu": 100 * exact}
 
     def main(self, argv):
         self.calls.append(argv)
@@ -54,7 +32,7 @@ class _Example:
         attentions = argv[argv.index("--attention") + 1].split(",")
         lambdas = [float(x) for x in
                    argv[argv.index("--lambdas") + 1].split(",")]
-        results = {}
+        runs = []
         for attention in attentions:
             for penalty in lambdas:
                 for seed in seeds:
@@ -70,8 +48,11 @@ class _Example:
                                        "none": 7e-4},
                             "after": {"mean_nll": 0.9, "baseline": 1e-3,
                                       "none": 1.4e-3}}
-                    results[(attention, penalty, seed)] = figures
-        return results
+                    runs.append({"attention": attention, "penalty": penalty,
+                                 "seed": seed, **figures})
+        return {"most_common_caption": {"caption": "1 2", "exact": 0.25,
+                                        "bleu": 25.0},
+                "runs": runs}
 
 
 @pytest.fixture
@@ -79,7 +60,8 @@ def script(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     module = load_script("show_attend_tell_digits", monkeypatch)
     example = _Example()
-    monkeypatch.setattr(module.harness, "load_example", lambda name: example)
+    monkeypatch.setattr(module.harness, "run_example",
+                        lambda name, argv: example.main(argv))
     return module, example
 
 

@@ -2,10 +2,12 @@
 figures and sample grid."""
 
 import importlib.util
+import json
 import math
 import pathlib
 
 import numpy as np
+import pytest
 
 EXAMPLE = (pathlib.Path(__file__).resolve().parents[1] / "examples"
            / "image_transformer_digits.py")
@@ -24,7 +26,7 @@ def test_image_transformer_digits_runs(tmp_path, capsys):
     results = load().main([
         "--epochs", "1", "--train-size", "200", "--num-layers", "1",
         "--hidden-dim", "16", "--samples", "4", "--output", str(output),
-    ])
+        "--results", str(tmp_path / "r.json")])
     for name in ("independent", "full", "local"):
         bits = results[f"{name}_bits_per_dim"]
         assert 0.0 < bits < math.log2(17) + 1.0, (name, bits)
@@ -38,6 +40,9 @@ def test_image_transformer_digits_runs(tmp_path, capsys):
     assert results["local_cached_equals_uncached"] is True
     assert np.isfinite(results["seconds"])
     assert output.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # --results writes the same figures as JSON.
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert written == pytest.approx(results)
     out = capsys.readouterr().out
     assert "independent pixels" in out and "local attention" in out
 

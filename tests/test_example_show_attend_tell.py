@@ -4,6 +4,7 @@ REINFORCE gradient variance, and writes its attention pictures; a bad
 option is one line."""
 
 import importlib.util
+import json
 import pathlib
 
 import matplotlib.image
@@ -28,7 +29,7 @@ def test_show_attend_tell_digits_runs(tmp_path, capsys):
         "--preset", "tiny", "--lambdas", "1", "--attention", "soft,hard",
         "--seeds", "0,1", "--beam-size", "2", "--variance-draws", "3",
         "--pictures", "2", "--output-dir", str(tmp_path), "--verbose", "0",
-    ])
+        "--results", str(tmp_path / "r.json")])
     assert set(results) == {(attention, 1.0, seed)
                             for attention in ("soft", "hard")
                             for seed in (0, 1)}
@@ -52,8 +53,18 @@ def test_show_attend_tell_digits_runs(tmp_path, capsys):
     for row in range(2):
         picture = matplotlib.image.imread(tmp_path / f"scene_{row}.png")
         assert picture.ndim == 3 and picture.shape[0] > 50
+    # --results writes the runs as a list, and the rule with no weights.
+    written = json.loads((tmp_path / "r.json").read_text())
+    assert [(run["attention"], run["penalty"], run["seed"])
+            for run in written["runs"]] == list(results)
+    assert written["runs"][0]["greedy"] == results[("soft", 1.0, 0)]["greedy"]
+    baseline = written["most_common_caption"]
+    assert baseline["exact"] == module.scores(
+        [baseline["caption"]] * 20, module.digit_scenes.generate_scenes(
+            20, "test", seed=1).captions)["exact"]
     out = capsys.readouterr().out
     assert "exact match" in out and "where each word looks" in out
+    assert "no weights: the most common training caption" in out
     assert "soft λ=1 (2 seeds)" in out and "hard λ=1 (2 seeds)" in out
     assert "gradient variance" in out
 
@@ -71,3 +82,16 @@ def test_scores():
     assert load().scores(["a two above a one", "a one below a two"],
                          ["a two above a one", "a one above a two"])[
                              "exact"] == 0.5
+
+
+def test_most_common_caption_is_the_rule_with_no_weights():
+    # Training captions "1 2", "1 2", "3 4": "1 2" for every test scene
+    # is right on 1 of 4.
+    class Vocabulary:
+        def decode(self, row):
+            return " ".join(str(token) for token in row)
+
+    test = type("Scenes", (), {"captions": ["1 2", "3 4", "5 6", "3 4"]})
+    found = load().most_common_caption(Vocabulary(),
+                                       [[1, 2], [1, 2], [3, 4]], test)
+    assert found["caption"] == "1 2" and found["exact"] == 0.25

@@ -1,6 +1,7 @@
 """The examples run (on tiny settings; their defaults train longer)."""
 
 import importlib.util
+import json
 import pathlib
 import re
 
@@ -277,7 +278,11 @@ def test_sagan_digits_runs(tmp_path, capsys):
     module = load("sagan_digits")
     results = module.main([
         "--steps", "4", "--batch-size", "16", "--samples", "40",
-        "--classifier-epochs", "1", "--output-dir", str(tmp_path)])
+        "--classifier-epochs", "1", "--output-dir", str(tmp_path),
+        "--results", str(tmp_path / "r.json")])
+    # --results writes the same figures as JSON.
+    assert json.loads((tmp_path / "r.json").read_text()) == json.loads(
+        json.dumps(results, default=float))
     assert results["floor"] > 0 and 0.0 <= results["classifier_accuracy"] <= 1
     for name in ("plain", "attention"):
         (distance,) = results[name]

@@ -119,7 +119,8 @@ def test_a_published_setting_is_the_run_its_file_records(name):
             if key in row and key in ours:
                 assert row[key] == ours[key], key
     # Seeds run apart and merged: 5 + 5; one by one.
-    merged = ("babi_memory_network", "babi_universal_transformer_10k_task2")
+    merged = ("babi_memory_network", "babi_universal_transformer_10k_task2",
+              "image_transformer_digits")
     assert theirs.get("seeds") in (None, ours["seeds"]) or name in merged
 
 
@@ -238,3 +239,13 @@ def test_seeds_run_apart_merge_and_render(tmp_path):
     runner.rerender(setting, runner.system("babi"))
     record = json.loads(into.read_text())
     assert record["summary"] == merged["summary"] and "claims" not in record
+
+
+def test_a_system_of_one_piece_is_not_resumed():
+    """A system with no --resume (an example measured over seeds) says
+    so in one line instead of argparse's 'unrecognized arguments'."""
+    done = _run("resume", "sagan_digits")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].endswith(
+        "error: system 'sagan_digits' runs in one piece: it has no "
+        "--resume (`run` starts it anew)")

@@ -4,16 +4,18 @@ digits, beside independent pixels (the rule with no weights).
 
 Each seed runs `examples/image_transformer_digits.py` at its defaults
 (1,500 training digits, the last 297 held out, 17 intensity levels as
-tokens, 2 layers, d=64, 30 epochs, Adam 2e-3) and keeps what it returns:
-no second copy of the model or its training. The rows are one per model
-and seed; the summary the mean and spread (sample standard deviation)
-of each; `comparison` judges local against full as the 28x28 benchmark
-does (`image_transformer_mnist.comparison`: a side is ahead only beyond
-the larger spread, else the two tie). No paper row: the Image
-Transformer paper reports no figure on these digits.
+tokens, 2 layers, d=64, 30 epochs, Adam 2e-3) and keeps the figures it
+writes (`--results`): no second copy of the model or its training.
+The rows are one per model and seed; the summary the mean and spread
+(sample standard deviation) of each; `comparison` judges local against
+full as the 28x28 benchmark does (`image_transformer_mnist.comparison`:
+a side is ahead only beyond the larger spread, else the two tie). No
+paper row: the Image Transformer paper reports no figure on these
+digits.
 
-Run: `python reproductions/systems/image_transformer_digits.py [--seeds 0,1,2]
-[--epochs E] [--append]`.
+Run: `python -m reproductions run image_transformer_digits` (its setting),
+or `python reproductions/systems/image_transformer_digits.py
+[--seeds 0,1,2] [--epochs E] [--append]`.
 """
 
 import argparse
@@ -76,11 +78,24 @@ def summary(rows):
     return out
 
 
-def main(argv=None):
+def derived(rows):
+    """The results file's figures beyond the summary, from its rows (for
+    `python -m reproductions render`)."""
+    return {"comparison": comparison(summary(rows), "test_bits_per_dim",
+                                     digits=3)}
+
+
+def parser():
+    """The options (the runner's settings' schema)."""
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--train-size", type=int, default=1500)
     harness.add_example_arguments(p, NAME)
+    return p
+
+
+def main(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     if args.epochs < 1:
         p.error(f"--epochs must be an int >= 1, received: {args.epochs}")
@@ -90,19 +105,18 @@ def main(argv=None):
     name = args.results_name or NAME
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    example = harness.load_example("image_transformer_digits")
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for seed in args.seeds:
             print(f"seed {seed}:", flush=True)
-            results = example.main([
+            results = harness.run_example("image_transformer_digits", [
                 "--seed", str(seed), "--epochs", str(args.epochs),
                 "--train-size", str(args.train_size),
                 "--output", str(pathlib.Path(folder) / "samples.png")])
             rows += rows_of(results, seed, args.epochs)
     all_rows = earlier + rows
     found = summary(all_rows)
-    judged = comparison(found, "test_bits_per_dim", digits=3)
+    judged = derived(all_rows)["comparison"]
     for line in found.values():
         print(f"{line['label']}: {line['test_bits_per_dim_mean']:.3f} ± "
               f"{line['test_bits_per_dim_std']:.3f} bits/dim over "

@@ -7,22 +7,23 @@ made from scikit-learn's 8x8 digits, beside the rule with no weights
 Each seed runs `examples/recurrent_attention_digits.py` with the
 settings given (its defaults: 24,000 training and 1,000 held-out
 canvases, 15 epochs, Adam 1e-3 clipped at norm 5, sigma 0.2, batch 64)
-and keeps what it returns: no second copy of the models or their
-training. The rows are one per model, setting and seed; the summary the
-mean and spread (sample standard deviation) of each model and setting,
-so runs at other settings (`--location-std`, `--learning-rate`,
-`--glimpses 4 --no-cnn --oracle 0`) added with `--append` sit beside the
-defaults' rows as the page's trials. No paper row: Mnih et al. report no
+and keeps the figures it writes (`--results`), its rule with no weights
+among them: no second copy of the models or their training. The rows
+are one per model, setting and seed; the summary the mean and spread
+(sample standard deviation) of each model and setting, so runs at other
+settings (`--location-std`, `--learning-rate`, `--glimpses 4 --no-cnn
+--oracle 0`) added with `--append` sit beside the defaults' rows as the
+page's trials. No paper row: Mnih et al. report no
 figure on these digits (the paper's Table 2 is the 60x60 benchmark's,
 `ram_cluttered_mnist.py`).
 
-Run: `python reproductions/systems/recurrent_attention_digits.py [--seeds 0,1,2]
-[--epochs E] [--location-std S] [--learning-rate R] [--glimpses 1,2,4,6]
-[--no-cnn] [--oracle 0] [--append]`.
+Run: `python -m reproductions run recurrent_attention_digits` (its
+setting), or `python reproductions/systems/recurrent_attention_digits.py
+[--seeds 0,1,2] [--epochs E] [--location-std S] [--learning-rate R]
+[--glimpses 1,2,4,6] [--no-cnn] [--oracle 0] [--append]`.
 """
 
 import argparse
-import collections
 import pathlib
 import re
 import sys
@@ -43,12 +44,13 @@ LABELS = {
 
 def variant_of(name):
     """The example's model name as a row's variant: `ram4`, `cnn`,
-    `told`."""
+    `told`, `majority`."""
     glimpses = re.match(r"RAM, (\d+) glimpse", name)
     if glimpses:
         return f"ram{glimpses.group(1)}"
     return {"CNN, 3 conv layers": "cnn",
-            "MLP, 1 glimpse at the digit": "told"}[name]
+            "MLP, 1 glimpse at the digit": "told",
+            "most common training class": "majority"}[name]
 
 
 def label_of(variant):
@@ -59,25 +61,20 @@ def label_of(variant):
     return LABELS[variant]
 
 
-def majority_accuracy(train_labels, test_labels):
-    """Held-out accuracy of naming the most common training class."""
-    common = collections.Counter(int(x) for x in train_labels).most_common(1)
-    return sum(int(x) == common[0][0] for x in test_labels) / len(test_labels)
-
-
-def rows_of(results, seed, settings, majority):
-    """The example's `results` of one seed as one row per model, each
+def rows_of(results, seed, settings):
+    """The example's `results` of one seed as one row per model (the
+    rule with no weights first, with no parameters or seconds), each
     with the settings it ran at."""
     cpu = harness.machine()["cpu"]
-    rows = [{"variant": "majority", "label": label_of("majority"),
-             "seed": seed, "test_accuracy": majority, **settings,
-             "cpu": cpu}]
+    rows = []
     for name, figures in results.items():
         variant = variant_of(name)
-        rows.append({"variant": variant, "label": label_of(variant),
-                     "seed": seed, "test_accuracy": figures["accuracy"],
-                     "parameters": figures["parameters"],
-                     "seconds": figures["seconds"], **settings, "cpu": cpu})
+        row = {"variant": variant, "label": label_of(variant),
+               "seed": seed, "test_accuracy": figures["accuracy"]}
+        if variant != "majority":
+            row.update(parameters=figures["parameters"],
+                       seconds=figures["seconds"])
+        rows.append({**row, **settings, "cpu": cpu})
     return rows
 
 
@@ -107,7 +104,8 @@ def summary(rows):
     return out
 
 
-def main(argv=None):
+def parser():
+    """The options (the runner's settings' schema)."""
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--train-size", type=int, default=24000)
@@ -117,6 +115,11 @@ def main(argv=None):
     p.add_argument("--no-cnn", action="store_true")
     p.add_argument("--oracle", type=int, default=1, choices=(0, 1))
     harness.add_example_arguments(p, NAME)
+    return p
+
+
+def main(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     for flag in ("epochs", "train_size", "location_std", "learning_rate"):
         if getattr(args, flag) <= 0:
@@ -129,7 +132,6 @@ def main(argv=None):
     name = args.results_name or NAME
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    example = harness.load_example("recurrent_attention_digits")
     settings = {"location_std": args.location_std,
                 "learning_rate": args.learning_rate, "epochs": args.epochs}
     rows = []
@@ -143,10 +145,8 @@ def main(argv=None):
                     "--glimpses", args.glimpses, "--oracle",
                     str(args.oracle), "--pictures", "0", "--verbose", "0",
                     "--output-dir", folder] + ["--no-cnn"] * args.no_cnn
-            train, test = example.load(example.arguments().parse_args(argv))
-            results = example.main(argv)
-            rows += rows_of(results, seed, settings,
-                            majority_accuracy(train.labels, test.labels))
+            results = harness.run_example("recurrent_attention_digits", argv)
+            rows += rows_of(results, seed, settings)
     all_rows = earlier + rows
     found = summary(all_rows)
     for key, line in found.items():

@@ -6,16 +6,18 @@ weights).
 
 One command runs `examples/sagan_digits.py` with the seeds given (its
 defaults: 3,000 steps of 64, latent 32, Adam 1e-4 / 4e-4 with
-beta1 = 0, beta2 = 0.9, 1,000 samples a GAN) and keeps what it returns:
-no second copy of the GAN or its training. The rows are one per variant
-and seed, with the generator's and discriminator's gamma; the summary
+beta1 = 0, beta2 = 0.9, 1,000 samples a GAN) and keeps the figures it
+writes (`--results`): no second copy of the GAN or its training. The
+rows are one per variant and seed, with the generator's and
+discriminator's gamma; the summary
 the mean, median and spread (sample standard deviation) per variant,
 and the 28x28 benchmark's verdict on the block
 (`sagan_mnist.block_verdict`: a one-sided Mann-Whitney U test). No
 paper row: Zhang et al. report no figure on these digits (their Table 1
 is beside `sagan_mnist.py`'s).
 
-Run: `python reproductions/systems/sagan_digits.py [--seeds 0,1,2] [--steps N]
+Run: `python -m reproductions run sagan_digits` (its setting), or
+`python reproductions/systems/sagan_digits.py [--seeds 0,1,2] [--steps N]
 [--append]`.
 """
 
@@ -82,19 +84,24 @@ def summary(rows):
     return out
 
 
-def main(argv=None):
+def parser():
+    """The options (the runner's settings' schema)."""
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--steps", type=int, default=3000)
     harness.add_example_arguments(p, NAME)
+    return p
+
+
+def main(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     if args.steps < 1:
         p.error(f"--steps must be an int >= 1, received: {args.steps}")
     name = args.results_name or NAME
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    example = harness.load_example("sagan_digits")
     with tempfile.TemporaryDirectory() as folder:
-        results = example.main([
+        results = harness.run_example("sagan_digits", [
             "--seeds", ",".join(map(str, args.seeds)),
             "--steps", str(args.steps), "--output-dir", folder])
     rows = rows_of(results, args.steps)

@@ -7,8 +7,9 @@ no weights (the most common training caption for every scene).
 
 Each command runs `examples/show_attend_tell_digits.py` once with the
 seeds, attentions and lambdas given (its defaults: 8,000 training and
-500 held-out scenes, 12 epochs, Adam 3e-3, beam 4) and keeps what it
-returns: no second copy of the model or its training. The rows are one
+500 held-out scenes, 12 epochs, Adam 3e-3, beam 4) and keeps the
+figures it writes (`--results`), its rule with no weights among them:
+no second copy of the model or its training. The rows are one
 per attention, lambda and seed; the summary the mean and spread (sample
 standard deviation) of each metric per attention and lambda. No paper
 row: Xu et al. report no figure on these scenes (the paper's ordering
@@ -19,7 +20,6 @@ Run: `python reproductions/systems/show_attend_tell_digits.py [--seeds 0,1,2]
 """
 
 import argparse
-import collections
 import pathlib
 import sys
 import tempfile
@@ -36,12 +36,14 @@ METRICS = [f"{prefix}_{metric}" for prefix in DECODINGS.values()
            for metric in ("exact", "bleu")]
 
 
-def rows_of(results, epochs):
-    """The example's `results` as one row per attention, lambda and
+def rows_of(runs, epochs):
+    """The example's `runs` as one row per attention, lambda and
     seed."""
     cpu = harness.machine()["cpu"]
     rows = []
-    for (attention, penalty, seed), figures in results.items():
+    for figures in runs:
+        attention, penalty, seed = (figures[key] for key in
+                                    ("attention", "penalty", "seed"))
         row = {"variant": f"{attention}, lambda {penalty:g}",
                "attention": attention, "penalty": penalty, "seed": seed,
                "epochs": epochs, "seconds": figures["seconds"]}
@@ -58,14 +60,10 @@ def rows_of(results, epochs):
     return rows
 
 
-def no_weights_row(example, vocabulary, data, test):
-    """The most common training caption, written for every held-out
-    scene, scored as the models are."""
-    _, targets = data
-    captions = collections.Counter(vocabulary.decode(row) for row in targets)
-    caption = captions.most_common(1)[0][0]
-    figures = example.scores([caption] * len(test.captions), test.captions)
-    return {"variant": "most common caption", "caption": caption,
+def no_weights_row(figures):
+    """The example's most common training caption, written for every
+    held-out scene and scored as the models are, as a row."""
+    return {"variant": "most common caption", "caption": figures["caption"],
             "greedy_exact": figures["exact"], "greedy_bleu": figures["bleu"],
             "cpu": harness.machine()["cpu"]}
 
@@ -90,7 +88,8 @@ def summary(rows):
     return out
 
 
-def main(argv=None):
+def parser():
+    """The options (the runner's settings' schema)."""
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--attention", default="soft", choices=(
         "soft", "hard", "soft,hard"))
@@ -98,6 +97,11 @@ def main(argv=None):
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--train-size", type=int, default=8000)
     harness.add_example_arguments(p, NAME)
+    return p
+
+
+def main(argv=None):
+    p = parser()
     args = p.parse_args(argv)
     if args.epochs < 1 or args.train_size < 1:
         p.error(f"--epochs and --train-size must be ints >= 1, received: "
@@ -105,19 +109,16 @@ def main(argv=None):
     name = args.results_name or NAME
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    example = harness.load_example("show_attend_tell_digits")
     with tempfile.TemporaryDirectory() as folder:
-        argv = ["--seeds", ",".join(map(str, args.seeds)),
-                "--attention", args.attention, "--lambdas", args.lambdas,
-                "--epochs", str(args.epochs),
-                "--train-size", str(args.train_size), "--pictures", "0",
-                "--verbose", "0", "--output-dir", folder]
-        results = example.main(argv)
-    rows = rows_of(results, args.epochs)
+        results = harness.run_example("show_attend_tell_digits", [
+            "--seeds", ",".join(map(str, args.seeds)),
+            "--attention", args.attention, "--lambdas", args.lambdas,
+            "--epochs", str(args.epochs),
+            "--train-size", str(args.train_size), "--pictures", "0",
+            "--verbose", "0", "--output-dir", folder])
+    rows = rows_of(results["runs"], args.epochs)
     if not any(row["variant"] == "most common caption" for row in earlier):
-        vocabulary = example.digit_scenes.CaptionVocabulary()
-        data, test = example.load(example.arguments().parse_args(argv), vocabulary)
-        rows.insert(0, no_weights_row(example, vocabulary, data, test))
+        rows.insert(0, no_weights_row(results["most_common_caption"]))
     all_rows = earlier + rows
     found = summary(all_rows)
     for variant, line in found.items():
