@@ -275,6 +275,44 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
     assert len(resumed["commands"]) == 2
 
 
+def test_runs_apart_on_cores_of_their_own(tmp_path):
+    """--parallel 2: each seed in a process of its own pinned to a core;
+    stopped by --minutes and resumed, each seed's run equals the seed's
+    run in one process, one after another (same curve, same test
+    figure), and the file lists the stopped runs in progress."""
+    root = _release(tmp_path / "babi")
+    common = ["--data", str(root), "--tasks", "1", "--seeds", "2",
+              "--epochs", "2", "--hidden", "16", "--heads", "2", "--ff",
+              "32", "--steps", "2", "--memory-size", "10", "--dropout", "0",
+              "--warmup-steps", "20", "--backend", "tensorflow"]
+    _, whole = run_benchmark(
+        "babi.py", tmp_path / "whole", *common, "--checkpoint-dir",
+        str(tmp_path / "ck_whole"), timeout=600)
+    apart = [*common, "--parallel", "2", "--checkpoint-dir",
+             str(tmp_path / "ck"), "--logs", str(tmp_path / "logs")]
+    stdout, first = run_benchmark("babi.py", tmp_path / "apart", *apart,
+                                  "--minutes", "0.0001", timeout=600)
+    assert "2 runs, 2 at a time" in stdout
+    assert [(row["seed"], row["epochs"], row["finished"])
+            for row in first["rows"]] == [(0, 1, False), (1, 1, False)]
+    assert first["complete"] is False
+    assert [entry["checkpoint"] for entry in first["in_progress"]] == [
+        str(tmp_path / "ck" / "babi_universal_transformer" /
+            f"1k-task1-seed{seed}") for seed in (0, 1)]
+    assert sorted(path.name for path in (tmp_path / "logs").iterdir()) == [
+        f"babi_universal_transformer-1k-task1-seed{seed}.log"
+        for seed in (0, 1)]
+    _, resumed = run_benchmark("babi.py", tmp_path / "apart", *apart,
+                               "--resume", timeout=600)
+    assert resumed["complete"] is True and resumed["in_progress"] == []
+    for row, reference in zip(resumed["rows"], whole["rows"], strict=True):
+        assert row["finished"] and row["seed"] == reference["seed"]
+        assert row["valid_curve"] == reference["valid_curve"]
+        assert row["test_accuracy"] == reference["test_accuracy"]
+        assert [(p["first_epoch"], p["last_epoch"])
+                for p in row["pieces"]] == [(1, 1), (2, 2)]
+
+
 def test_resume_refuses_other_settings(tmp_path):
     root = _release(tmp_path / "babi")
     common = ["--data", str(root), "--tasks", "1", "--epochs", "2",

@@ -27,8 +27,9 @@ ACT), beside two rules with no parameters: the most frequent training
 answer, and "the last possible answer the story names".
 
 Run: `python reproductions/systems/babi.py --model universal_transformer --tasks 2
---size 10k` (one task), `--tasks all` for the 20 tasks, `--seeds 3`.
-Runs on any Keras backend (`--backend`; by default the faster here, as
+--size 10k` (one task), `--tasks all` for the 20 tasks, `--seeds 3`;
+`--parallel 2` runs two seeds (or tasks) at a time, one per core. Runs
+on any Keras backend (`--backend`; by default the faster here, as
 `benchmarks/babi_backends.py` measures it: TensorFlow for the UT, JAX for
 the memory network).
 """
@@ -739,6 +740,17 @@ def parser():
                         "(default: runs/babi for the UT; none for the "
                         "memory network, whose runs take seconds, unless "
                         "--resume)")
+    p.add_argument("--checkpoint-name", default=None,
+                   help="the checkpoints' folder in --checkpoint-dir "
+                        "(default: the results name)")
+    p.add_argument("--parallel", type=int, default=1,
+                   help="runs at a time, each in a process of its own "
+                        "pinned to one core, its output in --logs (one "
+                        "run per core trains more per second on 2 cores "
+                        "than one run over both); default 1: one after "
+                        "another in this process")
+    p.add_argument("--logs", default="runs/babi/logs",
+                   help="with --parallel: each run's output (NAME.log)")
     harness.add_results_arguments(p, "babi_<model>")
     return p
 
@@ -767,7 +779,7 @@ def finish_arguments(p, args):
             setattr(args, name, value)
     for name in ("seeds", "epochs", "memory_size", "batch_size", "hidden",
                  "heads", "ff", "steps", "embedding_dim", "hops",
-                 "decay_every") + tuple(
+                 "decay_every", "parallel") + tuple(
                      name for name in ("patience", "budget_minutes")
                      if getattr(args, name) is not None):
         if getattr(args, name) <= 0:
@@ -802,7 +814,8 @@ def finish_arguments(p, args):
 
 SETTINGS_NOT_COMPARED = ("results_dir", "results_name", "verbose", "minutes",
                          "resume", "seeds", "plot", "plot_task",
-                         "checkpoint_dir")
+                         "checkpoint_dir", "checkpoint_name", "parallel",
+                         "logs")
 
 
 def tested_rows(rows):
@@ -828,9 +841,61 @@ def write(args, name, rows, command, complete, in_progress=None,
 def checkpoint_for(args, name, seed, tasks):
     """The run's checkpoint folder: `--checkpoint-dir` (default
     runs/babi/), then the results name, the tasks and the seed."""
+    return (pathlib.Path(args.checkpoint_dir) / (args.checkpoint_name or name)
+            / run_label(args, seed, tasks))
+
+
+def run_label(args, seed, tasks):
+    """A run's name within its command: size, tasks, seed."""
     label = "joint" if args.joint else "task" + "-".join(map(str, tasks))
-    return (pathlib.Path(args.checkpoint_dir) / name /
-            f"{args.size}-{label}-seed{seed}")
+    return f"{args.size}-{label}-seed{seed}"
+
+
+def in_progress(args, name, rows, runs):
+    """The entries of `runs` (seed, tasks) not finished in `rows` whose
+    checkpoint exists: what the results file lists as in progress."""
+    entries = []
+    for seed, tasks in runs:
+        mine = [row for row in rows if row["seed"] == seed
+                and row["task"] in tasks]
+        checkpoint = checkpoint_for(args, name, seed, tasks)
+        if (not mine or not all(row.get("finished", True) for row in mine)
+                ) and checkpoint.exists():
+            entries.append({"seed": seed, "tasks": tasks,
+                            "checkpoint": str(checkpoint)})
+    return entries
+
+
+def run_apart(args, argv, name, rows, runs, command, commands):
+    """`runs` (seed, tasks), each in a process of its own, --parallel at
+    a time, each pinned to a core (`harness.run_pinned`): this script
+    with the same options for one seed and task group, its checkpoint
+    where this command keeps it. The results file is written as each
+    finishes; returns all the rows."""
+    base = harness.strip_options(argv, (
+        "--parallel", "--seed", "--seeds", "--tasks", "--results-dir",
+        "--results-name", "--plot", "--plot-task", "--logs",
+        "--checkpoint-dir", "--checkpoint-name"))
+    jobs = []
+    for seed, tasks in runs:
+        job = base + ["--seed", str(seed), "--seeds", "1", "--tasks",
+                      ",".join(map(str, tasks)), "--checkpoint-dir",
+                      str(args.checkpoint_dir), "--checkpoint-name", name]
+        if args.plot and seed == args.seed and args.plot_task in tasks:
+            job += ["--plot", args.plot, "--plot-task", str(args.plot_task)]
+        jobs.append((f"{name}-{run_label(args, seed, tasks)}", job))
+    print(f"{len(jobs)} runs, {args.parallel} at a time, each on a core of "
+          f"its own; their output in {args.logs}/", flush=True)
+
+    def on_rows(new):
+        write(args, name, rows + new, command, complete=False,
+              commands=commands,
+              in_progress=in_progress(args, name, rows + new, runs))
+
+    on_rows([])  # the runs of this piece, listed before they begin
+    found = harness.run_pinned(pathlib.Path(__file__), jobs, args.parallel,
+                               args.logs, on_rows=on_rows)
+    return rows + [row for job_rows in found for row in job_rows]
 
 
 def results_path(args, name):
@@ -887,9 +952,18 @@ def main(argv=None):
     runs = [(seed, tasks) for seed in range(args.seed, args.seed + args.seeds)
             for tasks in groups]
     done_before = {(r["seed"], r["task"]) for r in rows}
+    todo = [(seed, tasks) for seed, tasks in runs
+            if not all((seed, task) in done_before for task in tasks)]
+    if args.parallel > 1 and len(todo) > 1 and args.checkpoint_dir:
+        rows = run_apart(args, sys.argv[1:] if argv is None else list(argv),
+                         name, rows, todo, command, commands)
+        todo = []
+        write(args, name, rows, command, commands=commands,
+              complete=all(r.get("finished", True) for r in rows),
+              in_progress=in_progress(args, name, rows, runs))
     pending = {}  # (seed, tasks) -> the in-progress entry of a stopped run
     for done, (seed, tasks) in enumerate(runs, start=1):
-        if all((seed, task) in done_before for task in tasks):
+        if (seed, tasks) not in todo:
             continue
         checkpoint = None
         if args.checkpoint_dir:
@@ -901,13 +975,15 @@ def main(argv=None):
 
         def on_epoch(state, seed=seed, tasks=tasks, rows=rows,
                      checkpoint=checkpoint):
+            others = [entry for entry in in_progress(args, name, rows, runs)
+                      if (entry["seed"], entry["tasks"]) != (seed, tasks)]
             write(args, name, rows, command, complete=False,
                   commands=commands, in_progress=[{
                       "seed": seed, "tasks": tasks,
                       "epoch": state["epoch"], **state["counts"],
                       "curve": state["curve"], "best": state["best"],
                       "minutes": state["seconds"] / 60.0,
-                      "checkpoint": str(checkpoint)}])
+                      "checkpoint": str(checkpoint)}] + others)
 
         if checkpoint is None:
             on_epoch = None  # short runs: no file per epoch
