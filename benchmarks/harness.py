@@ -541,47 +541,70 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None):
     job stops the others and exits naming its log. `on_rows(rows)`, if
     given, is called with the rows of the jobs finished so far (in the
     order of `jobs`) as each finishes, e.g. to write a results file of
-    the runs in progress."""
+    the runs in progress. Stopped itself (an exception, Ctrl-C, or
+    SIGTERM), it stops its jobs first: no job outlives it to write a
+    checkpoint that a later `--resume` also writes."""
+    import signal
+
     folder = pathlib.Path(tempfile.mkdtemp(prefix="pinned_runs_"))
     logs = pathlib.Path(logs)
     logs.mkdir(parents=True, exist_ok=True)
     waiting, running, rows = list(enumerate(jobs)), {}, {}
     cores = sorted(os.sched_getaffinity(0))[:max(1, parallel)]
-    while waiting or running:
-        for core in [core for core in cores if core not in running]:
-            if waiting and deadline is not None and time.time() >= deadline:
-                print("not started (the deadline had passed; --resume "
-                      "starts them): " + ", ".join(
-                          name for _, (name, _) in waiting), flush=True)
-                waiting = []
-            if not waiting:
-                break
-            number, (name, arguments) = waiting.pop(0)
-            command = [sys.executable, str(script), *arguments,
-                       "--results-dir", str(folder), "--results-name", name]
-            log = open(logs / f"{name}.log", "w")
-            process = subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT,
-                preexec_fn=lambda core=core: os.sched_setaffinity(0, {core}))
-            running[core] = (process, number, name, log)
-            print(f"started {name} on core {core}", flush=True)
-        time.sleep(2)
-        for core, (process, number, name, log) in list(running.items()):
-            if process.poll() is None:
-                continue
+
+    def stopped(number, frame):
+        raise SystemExit(128 + number)
+
+    try:  # the main thread alone may set a handler
+        before = signal.signal(signal.SIGTERM, stopped)
+    except ValueError:
+        before = None
+    try:
+        while waiting or running:
+            for core in [core for core in cores if core not in running]:
+                if waiting and deadline is not None and \
+                        time.time() >= deadline:
+                    print("not started (the deadline had passed; --resume "
+                          "starts them): " + ", ".join(
+                              name for _, (name, _) in waiting), flush=True)
+                    waiting = []
+                if not waiting:
+                    break
+                number, (name, arguments) = waiting.pop(0)
+                command = [sys.executable, str(script), *arguments,
+                           "--results-dir", str(folder), "--results-name",
+                           name]
+                log = open(logs / f"{name}.log", "w")
+                process = subprocess.Popen(
+                    command, stdout=log, stderr=subprocess.STDOUT,
+                    preexec_fn=lambda core=core: os.sched_setaffinity(
+                        0, {core}))
+                running[core] = (process, number, name, log)
+                print(f"started {name} on core {core}", flush=True)
+            time.sleep(2)
+            for core, (process, number, name, log) in list(running.items()):
+                if process.poll() is None:
+                    continue
+                log.close()
+                del running[core]
+                if process.returncode:
+                    sys.exit(f"run {name} failed (exit "
+                             f"{process.returncode}); see "
+                             f"{logs / (name + '.log')}")
+                rows[number] = json.loads(
+                    (folder / f"{name}.json").read_text())["rows"]
+                print(f"finished {name}", flush=True)
+                if on_rows is not None:
+                    on_rows([row for number in sorted(rows)
+                             for row in rows[number]])
+    finally:
+        if before is not None:
+            signal.signal(signal.SIGTERM, before)
+        for process, _, name, log in running.values():
+            process.terminate()
+            process.wait()
             log.close()
-            del running[core]
-            if process.returncode:
-                for other, *_ in running.values():
-                    other.terminate()
-                sys.exit(f"run {name} failed (exit {process.returncode}); "
-                         f"see {logs / (name + '.log')}")
-            rows[number] = json.loads(
-                (folder / f"{name}.json").read_text())["rows"]
-            print(f"finished {name}", flush=True)
-            if on_rows is not None:
-                on_rows([row for number in sorted(rows)
-                         for row in rows[number]])
+            print(f"stopped {name}", flush=True)
     return [rows[number] for number in sorted(rows)]
 
 

@@ -65,6 +65,51 @@ def test_no_job_begins_after_the_deadline(tmp_path, monkeypatch, capsys):
     assert time.time() - started < 30
 
 
+# A job that says it began (its process id in --pids), then runs on.
+LONG_JOB = """
+import os, pathlib, sys, time
+arguments = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+(pathlib.Path(arguments["--pids"]) / str(os.getpid())).write_text("")
+time.sleep(120)
+"""
+
+
+def test_stopped_it_stops_its_jobs(tmp_path):
+    """SIGTERM to the process running the jobs ends the jobs too: none
+    goes on writing (a checkpoint) behind a later --resume."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.test_benchmarks_summary import BENCHMARKS
+
+    (tmp_path / "job.py").write_text(LONG_JOB)
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    parent = subprocess.Popen([sys.executable, "-c", (
+        "import sys; sys.path.insert(0, sys.argv[1]); import harness; "
+        "harness.run_pinned(sys.argv[2], [(n, ['--pids', sys.argv[3]]) "
+        "for n in 'ab'], 2, sys.argv[4])"), str(BENCHMARKS),
+        str(tmp_path / "job.py"), str(pids), str(tmp_path / "logs")],
+        stdout=subprocess.PIPE, text=True)
+    deadline = time.time() + 60
+    while len(list(pids.iterdir())) < 2 and time.time() < deadline:
+        time.sleep(0.2)
+    jobs = [int(path.name) for path in pids.iterdir()]
+    assert len(jobs) == 2
+    parent.send_signal(signal.SIGTERM)
+    out, _ = parent.communicate(timeout=60)
+    assert parent.returncode == 128 + signal.SIGTERM
+    assert "stopped a" in out and "stopped b" in out
+    for pid in jobs:  # gone (reaped by the parent), not running on
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            continue
+        raise AssertionError(f"job {pid} outlived the run")
+
+
 def test_late_gain_counts_a_fall_for_a_loss(monkeypatch):
     late_gain = load_script("harness", monkeypatch).late_gain
     # A loss: the last two epochs fell 0.6 below the best before (3).
