@@ -530,35 +530,41 @@ def before_deadline(jobs, deadline):
         yield job
 
 
-def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None):
+def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None,
+               on_progress=None):
     """Run `jobs` (`[(name, [arguments])]`) of `script` each in a process
     of its own, `parallel` at a time, process `i` pinned to core `i` (one
     run per core trains more per second on these CPUs than one run over
     all of them). Each job writes `FOLDER/NAME.json` by `--results-dir`
-    and `--results-name`, added here; its output goes to `LOGS/NAME.log`.
-    Returns each job's rows, in the order of `jobs` (those not begun
-    because `deadline`, a `time.time()`, had passed give none); a failed
-    job stops the others and exits naming its log. `on_rows(rows)`, if
-    given, is called with the rows of the jobs finished so far (in the
-    order of `jobs`) as each finishes, e.g. to write a results file of
-    the runs in progress. Stopped itself (an exception, Ctrl-C, or
-    SIGTERM), it stops its jobs first: no job outlives it to write a
-    checkpoint that a later `--resume` also writes."""
+    and `--results-name`, added here; its output goes to `LOGS/NAME.log`
+    (added to, piece after piece). Returns each job's rows, in the order
+    of `jobs` (those not begun because `deadline`, a `time.time()`, had
+    passed give none); a failed job stops the others and exits naming its
+    log. `on_rows(rows)`, if given, is called with the rows of the jobs
+    finished so far (in the order of `jobs`) as each finishes, e.g. to
+    write a results file of the runs in progress; `on_progress(records)`
+    with `{name: record}`, the results files the running jobs last wrote,
+    whenever one of them writes it again (e.g. after every epoch).
+    Stopped itself (an exception, Ctrl-C, or SIGTERM), it stops its jobs
+    first: no job outlives it to write a checkpoint that a later
+    `--resume` also writes."""
     import signal
 
     folder = pathlib.Path(tempfile.mkdtemp(prefix="pinned_runs_"))
     logs = pathlib.Path(logs)
     logs.mkdir(parents=True, exist_ok=True)
     waiting, running, rows = list(enumerate(jobs)), {}, {}
+    written, partial = {}, {}  # a running job's file: its mtime, record
     cores = sorted(os.sched_getaffinity(0))[:max(1, parallel)]
 
     def stopped(number, frame):
         raise SystemExit(128 + number)
 
+    unset = object()
     try:  # the main thread alone may set a handler
         before = signal.signal(signal.SIGTERM, stopped)
     except ValueError:
-        before = None
+        before = unset
     try:
         while waiting or running:
             for core in [core for core in cores if core not in running]:
@@ -574,12 +580,18 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None):
                 command = [sys.executable, str(script), *arguments,
                            "--results-dir", str(folder), "--results-name",
                            name]
-                log = open(logs / f"{name}.log", "w")
-                process = subprocess.Popen(
-                    command, stdout=log, stderr=subprocess.STDOUT,
-                    preexec_fn=lambda core=core: os.sched_setaffinity(
-                        0, {core}))
-                running[core] = (process, number, name, log)
+                log = open(logs / f"{name}.log", "a")
+                # No SIGTERM here between the start and the record of it
+                # (the job itself takes it as ever).
+                signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
+                try:
+                    process = subprocess.Popen(
+                        command, stdout=log, stderr=subprocess.STDOUT,
+                        preexec_fn=lambda core=core: _pinned_child(core))
+                    running[core] = (process, number, name, log)
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK,
+                                           {signal.SIGTERM})
                 print(f"started {name} on core {core}", flush=True)
             time.sleep(2)
             for core, (process, number, name, log) in list(running.items()):
@@ -587,6 +599,7 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None):
                     continue
                 log.close()
                 del running[core]
+                partial.pop(name, None)
                 if process.returncode:
                     sys.exit(f"run {name} failed (exit "
                              f"{process.returncode}); see "
@@ -597,15 +610,51 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None):
                 if on_rows is not None:
                     on_rows([row for number in sorted(rows)
                              for row in rows[number]])
+            if on_progress is not None and _read_progress(
+                    folder, [name for _, _, name, _ in running.values()],
+                    written, partial):
+                on_progress(dict(partial))
     finally:
-        if before is not None:
+        if before is not unset:
             signal.signal(signal.SIGTERM, before)
         for process, _, name, log in running.values():
             process.terminate()
-            process.wait()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
             log.close()
             print(f"stopped {name}", flush=True)
     return [rows[number] for number in sorted(rows)]
+
+
+def _pinned_child(core):
+    """In a job's process before it starts: pinned to `core`, SIGTERM
+    unblocked (its parent blocks it while starting the job)."""
+    import signal
+
+    os.sched_setaffinity(0, {core})
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
+
+
+def _read_progress(folder, names, written, partial):
+    """Read again the results files of the jobs `names` in `folder` that
+    changed since `written` (their mtimes) into `partial`; whether any
+    did (a file caught while being written is read at the next call)."""
+    changed = False
+    for name in names:
+        path = folder / f"{name}.json"
+        try:
+            mtime = path.stat().st_mtime_ns
+            if written.get(name) == mtime:
+                continue
+            partial[name] = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        written[name] = mtime
+        changed = True
+    return changed
 
 
 def strip_options(argv, options, flags=()):
@@ -657,10 +706,12 @@ def run_example(name, argv):
         sys.stdout.flush()
         done = subprocess.run([sys.executable, str(EXAMPLES_DIR / f"{name}.py"),
                                *argv, "--results", str(path)])
-        if done.returncode or not path.is_file():
+        if done.returncode:
             raise SystemExit(f"examples/{name}.py {' '.join(argv)} failed "
                              f"(exit status {done.returncode}); its error "
                              "is above")
+        if not path.is_file():
+            raise SystemExit(f"examples/{name}.py wrote no --results file")
         return json.loads(path.read_text())
 
 

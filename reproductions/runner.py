@@ -367,8 +367,9 @@ def main(arguments=None):
                        and flag not in known]
             if missing:
                 raise SettingError(
-                    f"system {setting['system']!r} runs in one piece: it "
-                    f"has no {', '.join(missing)} (`run` starts it anew)")
+                    f"system {setting['system']!r} has no "
+                    f"{', '.join(missing)}: its runs go in one piece "
+                    "(`run` runs them anew)")
             if args.command == "show":
                 print(command(setting, extra))
                 return 0

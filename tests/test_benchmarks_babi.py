@@ -305,12 +305,37 @@ def test_runs_apart_on_cores_of_their_own(tmp_path):
     _, resumed = run_benchmark("babi.py", tmp_path / "apart", *apart,
                                "--resume", timeout=600)
     assert resumed["complete"] is True and resumed["in_progress"] == []
+    # Each run's log holds its pieces, one after the other.
+    log = (tmp_path / "logs" / "babi_universal_transformer-1k-task1-seed0"
+           ".log").read_text()
+    assert log.count("machine:") == 2
     for row, reference in zip(resumed["rows"], whole["rows"], strict=True):
         assert row["finished"] and row["seed"] == reference["seed"]
         assert row["valid_curve"] == reference["valid_curve"]
         assert row["test_accuracy"] == reference["test_accuracy"]
         assert [(p["first_epoch"], p["last_epoch"])
                 for p in row["pieces"]] == [(1, 1), (2, 2)]
+
+
+def test_in_progress_lists_every_run_not_finished():
+    """Begun or not: a file whose command has runs left stays off the
+    scoreboard (none listed without checkpoints)."""
+    import types
+
+    module = _module()
+    args = types.SimpleNamespace(checkpoint_dir="ck", checkpoint_name=None,
+                                 joint=False, size="10k")
+    runs = [(0, [2]), (1, [2]), (2, [2])]
+    rows = [{"seed": 0, "task": 2, "finished": True},
+            {"seed": 1, "task": 2, "finished": False}]
+    assert module.in_progress(args, "halting", rows, runs) == [
+        {"seed": seed, "tasks": [2],
+         "checkpoint": f"ck/halting/10k-task2-seed{seed}"} for seed in (1, 2)]
+    args.checkpoint_name = "other"
+    assert module.in_progress(args, "halting", rows, runs)[0][
+        "checkpoint"] == "ck/other/10k-task2-seed1"
+    args.checkpoint_dir = None
+    assert module.in_progress(args, "halting", rows, runs) == []
 
 
 def test_resume_refuses_other_settings(tmp_path):

@@ -4,7 +4,6 @@ shared deadline (`--minutes`) has passed, so a run is never started only
 to train one stray epoch after it; `run_example`: an example run as a
 command, its `--results` read back, a failure one line."""
 
-import json
 import time
 
 import pytest
@@ -110,6 +109,30 @@ def test_stopped_it_stops_its_jobs(tmp_path):
         raise AssertionError(f"job {pid} outlived the run")
 
 
+# A job that writes its file twice: a run in progress, then finished.
+TWO_WRITES = """
+import json, pathlib, sys, time
+arguments = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+path = pathlib.Path(arguments["--results-dir"]) / (
+    arguments["--results-name"] + ".json")
+path.write_text(json.dumps({"rows": [], "epoch": 1}))
+time.sleep(5)
+path.write_text(json.dumps({"rows": [{"done": True}], "epoch": 2}))
+"""
+
+
+def test_progress_is_read_as_jobs_write_it(tmp_path, monkeypatch):
+    harness = load_script("harness", monkeypatch)
+    script = tmp_path / "job.py"
+    script.write_text(TWO_WRITES)
+    seen = []
+    found = harness.run_pinned(script, [("a", [])], 1, tmp_path / "logs",
+                               on_progress=seen.append)
+    assert found == [[{"done": True}]]
+    # Read while it ran: its first file, once (the second is its rows).
+    assert seen == [{"a": {"rows": [], "epoch": 1}}]
+
+
 def test_late_gain_counts_a_fall_for_a_loss(monkeypatch):
     late_gain = load_script("harness", monkeypatch).late_gain
     # A loss: the last two epochs fell 0.6 below the best before (3).
@@ -142,5 +165,9 @@ def test_an_example_runs_as_a_command(tmp_path, monkeypatch, capfd):
     assert str(failed.value) == ("examples/made_up.py --fail failed (exit "
                                  "status 1); its error is above")
     assert "an error of its own" in capfd.readouterr().err
-    assert json.loads(json.dumps(harness.run_example("made_up", []))) == {
-        "argv": []}
+    # Exit 0 and no file: said so.
+    (tmp_path / "silent.py").write_text("")
+    with pytest.raises(SystemExit) as failed:
+        harness.run_example("silent", [])
+    assert str(failed.value) == ("examples/silent.py wrote no --results "
+                                 "file")

@@ -118,7 +118,8 @@ def test_a_published_setting_is_the_run_its_file_records(name):
         for key in ("location_std", "first_glimpse", "model", "size"):
             if key in row and key in ours:
                 assert row[key] == ours[key], key
-    # Seeds run apart and merged: 5 + 5; one by one.
+    # Seeds run apart and merged: the memory network's 5 + 5, the UT's
+    # one by one, the Image Transformer digits' 2 + 1.
     merged = ("babi_memory_network", "babi_universal_transformer_10k_task2",
               "image_transformer_digits")
     assert theirs.get("seeds") in (None, ours["seeds"]) or name in merged
@@ -247,5 +248,5 @@ def test_a_system_of_one_piece_is_not_resumed():
     done = _run("resume", "sagan_digits")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].endswith(
-        "error: system 'sagan_digits' runs in one piece: it has no "
-        "--resume (`run` starts it anew)")
+        "error: system 'sagan_digits' has no --resume: its runs go in one "
+        "piece (`run` runs them anew)")

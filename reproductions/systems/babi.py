@@ -840,7 +840,8 @@ def write(args, name, rows, command, complete, in_progress=None,
 
 def checkpoint_for(args, name, seed, tasks):
     """The run's checkpoint folder: `--checkpoint-dir` (default
-    runs/babi/), then the results name, the tasks and the seed."""
+    runs/babi/), then `--checkpoint-name` (default: the results name),
+    then the run's size, tasks and seed."""
     return (pathlib.Path(args.checkpoint_dir) / (args.checkpoint_name or name)
             / run_label(args, seed, tasks))
 
@@ -852,17 +853,19 @@ def run_label(args, seed, tasks):
 
 
 def in_progress(args, name, rows, runs):
-    """The entries of `runs` (seed, tasks) not finished in `rows` whose
-    checkpoint exists: what the results file lists as in progress."""
+    """The entries of `runs` (seed, tasks) that `rows` do not hold
+    finished, begun or not: what the results file lists as in progress,
+    so it stays off the scoreboard until every run of its command is
+    finished (none without checkpoints, which alone let a run go on)."""
+    if not args.checkpoint_dir:
+        return []
     entries = []
     for seed, tasks in runs:
         mine = [row for row in rows if row["seed"] == seed
                 and row["task"] in tasks]
-        checkpoint = checkpoint_for(args, name, seed, tasks)
-        if (not mine or not all(row.get("finished", True) for row in mine)
-                ) and checkpoint.exists():
-            entries.append({"seed": seed, "tasks": tasks,
-                            "checkpoint": str(checkpoint)})
+        if not mine or not all(row.get("finished", True) for row in mine):
+            entries.append({"seed": seed, "tasks": tasks, "checkpoint": str(
+                checkpoint_for(args, name, seed, tasks))})
     return entries
 
 
@@ -871,7 +874,9 @@ def run_apart(args, argv, name, rows, runs, command, commands):
     a time, each pinned to a core (`harness.run_pinned`): this script
     with the same options for one seed and task group, its checkpoint
     where this command keeps it. The results file is written as each
-    finishes; returns all the rows."""
+    run finishes and, with checkpoints, after each epoch of any (its
+    runs in progress as their own processes last wrote them); returns
+    all the rows."""
     base = harness.strip_options(argv, (
         "--parallel", "--seed", "--seeds", "--tasks", "--results-dir",
         "--results-name", "--plot", "--plot-task", "--logs",
@@ -879,22 +884,33 @@ def run_apart(args, argv, name, rows, runs, command, commands):
     jobs = []
     for seed, tasks in runs:
         job = base + ["--seed", str(seed), "--seeds", "1", "--tasks",
-                      ",".join(map(str, tasks)), "--checkpoint-dir",
-                      str(args.checkpoint_dir), "--checkpoint-name", name]
+                      ",".join(map(str, tasks))]
+        if args.checkpoint_dir:
+            job += ["--checkpoint-dir", str(args.checkpoint_dir),
+                    "--checkpoint-name", args.checkpoint_name or name]
         if args.plot and seed == args.seed and args.plot_task in tasks:
             job += ["--plot", args.plot, "--plot-task", str(args.plot_task)]
         jobs.append((f"{name}-{run_label(args, seed, tasks)}", job))
     print(f"{len(jobs)} runs, {args.parallel} at a time, each on a core of "
           f"its own; their output in {args.logs}/", flush=True)
+    done = []  # the rows of the runs finished (or stopped) so far
 
-    def on_rows(new):
-        write(args, name, rows + new, command, complete=False,
-              commands=commands,
-              in_progress=in_progress(args, name, rows + new, runs))
+    def on_rows(new, running=()):
+        done[:] = new
+        entries = [entry for record in running
+                   for entry in record.get("in_progress", [])]
+        begun = {(entry["seed"], tuple(entry["tasks"])) for entry in entries}
+        entries += [entry for entry in in_progress(args, name, rows + done,
+                                                   runs)
+                    if (entry["seed"], tuple(entry["tasks"])) not in begun]
+        write(args, name, rows + done, command, complete=False,
+              commands=commands, in_progress=entries)
 
     on_rows([])  # the runs of this piece, listed before they begin
-    found = harness.run_pinned(pathlib.Path(__file__), jobs, args.parallel,
-                               args.logs, on_rows=on_rows)
+    found = harness.run_pinned(
+        pathlib.Path(__file__), jobs, args.parallel, args.logs,
+        on_rows=on_rows, on_progress=lambda records: on_rows(
+            done, records.values()))
     return rows + [row for job_rows in found for row in job_rows]
 
 
@@ -954,14 +970,13 @@ def main(argv=None):
     done_before = {(r["seed"], r["task"]) for r in rows}
     todo = [(seed, tasks) for seed, tasks in runs
             if not all((seed, task) in done_before for task in tasks)]
-    if args.parallel > 1 and len(todo) > 1 and args.checkpoint_dir:
+    if args.parallel > 1 and len(todo) > 1:
         rows = run_apart(args, sys.argv[1:] if argv is None else list(argv),
                          name, rows, todo, command, commands)
         todo = []
         write(args, name, rows, command, commands=commands,
               complete=all(r.get("finished", True) for r in rows),
               in_progress=in_progress(args, name, rows, runs))
-    pending = {}  # (seed, tasks) -> the in-progress entry of a stopped run
     for done, (seed, tasks) in enumerate(runs, start=1):
         if (seed, tasks) not in todo:
             continue
@@ -992,23 +1007,17 @@ def main(argv=None):
             args, tasks, loaded, seed, started, checkpoint=checkpoint,
             on_epoch=on_epoch)
         rows += new
-        # A run stopped at its minutes stays in progress (its checkpoint
-        # kept) until a later piece finishes it.
-        if checkpoint is not None and not all(
-                r.get("finished", True) for r in new):
-            pending[(seed, tuple(tasks))] = {
-                "seed": seed, "tasks": tasks, "checkpoint": str(checkpoint)}
-        else:
-            pending.pop((seed, tuple(tasks)), None)
         if args.plot and seed == args.seed and args.plot_task in tasks:
             plot_ponder_story(model, loaded, args.plot_task, vocabulary,
                               sentence_size, args, args.plot)
         # Written after every model, so a stopped sweep keeps its rows
-        # (`complete`: every model of the command ran all its epochs).
+        # (`complete`: every model of the command ran all its epochs); a
+        # run stopped at its minutes stays in progress (its checkpoint
+        # kept) until a later piece finishes it.
         finished = all(r.get("finished", True) for r in rows)
         write(args, name, rows, command, commands=commands,
               complete=done == len(runs) and finished,
-              in_progress=list(pending.values()))
+              in_progress=in_progress(args, name, rows, runs))
     tested = [r for r in rows if r.get("test_error") is not None]
     for group in summary(tested):
         print(f"{group['model']} {group['size']} {group['setting']}: mean "
