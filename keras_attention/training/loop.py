@@ -152,28 +152,55 @@ def _seed_states(model):
 
 
 class _Checkpoint:
-    """A run's saved state in `directory`: `state.json` (written last and
-    atomically, so a run killed while saving resumes from the epoch
-    before), `last.weights.h5` (the model and its optimizer), `seeds.npz`
-    (the model's seed generators' states, so dropout and sampling go on
-    as in one uninterrupted run) and `best.npz` (the selected
-    weights)."""
+    """A run's saved state in `directory`: `state.json`, `last.weights.h5`
+    (the model and its optimizer), `seeds.npz` (the model's seed
+    generators' states, so dropout and sampling go on as in one
+    uninterrupted run) and `best.npz` (the selected weights).
+
+    A save is all or nothing: the new files are written beside the old
+    (`next-*`), then `state.json` is replaced at once naming them as
+    pending (the moment the save happens), then they replace the old
+    ones. A run killed before that moment resumes from the epoch before
+    (its `next-*` files are removed); after it, from this epoch (the
+    pending files are moved into place first)."""
+
+    FILES = ("last.weights.h5", "seeds.npz", "best.npz")
 
     def __init__(self, directory):
         self.directory = pathlib.Path(directory)
         self.state_path = self.directory / "state.json"
+        self._recover()
 
     def exists(self):
         return self.state_path.is_file()
 
     def save(self, model, state, best_weights=None):
         self.directory.mkdir(parents=True, exist_ok=True)
-        model.save_weights(self.directory / "last.weights.h5")
-        np.savez(self.directory / "seeds.npz",
+        folder = self.directory
+        model.save_weights(folder / "next-last.weights.h5")
+        np.savez(folder / "next-seeds.npz",
                  *[np.asarray(v.value) for v in _seed_states(model)])
+        pending = ["last.weights.h5", "seeds.npz"]
         if best_weights is not None:
-            np.savez(self.directory / "best.npz", *best_weights)
-        self.write_state(state)
+            np.savez(folder / "next-best.npz", *best_weights)
+            pending.append("best.npz")
+        self.write_state({**state, "pending_files": pending})
+        self._recover()
+
+    def _recover(self):
+        """Finish a save that happened (its pending files into place) or
+        drop one that did not (its `next-*` files)."""
+        if self.exists():
+            state = json.loads(self.state_path.read_text())
+            pending = state.pop("pending_files", None)
+            if pending is not None:
+                for name in pending:
+                    written = self.directory / f"next-{name}"
+                    if written.is_file():
+                        written.replace(self.directory / name)
+                self.write_state(state)
+        for name in self.FILES:
+            (self.directory / f"next-{name}").unlink(missing_ok=True)
 
     def write_state(self, state):
         temporary = self.state_path.with_suffix(".tmp")

@@ -3,6 +3,8 @@ chosen on validation, the test split is scored once at the end, and a run
 resumed piece by piece is the uninterrupted run (weights, data order,
 schedule)."""
 
+import json
+
 import keras
 import numpy as np
 import pytest
@@ -246,3 +248,53 @@ def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
     assert state["weights_sha256"] == final["weights_sha256"]
     for got, want in zip(bare.get_weights(), given):
         np.testing.assert_array_equal(got, want)
+
+
+def test_a_save_is_all_or_nothing(tmp_path):
+    """A run killed while saving resumes from one epoch whole: the one
+    before where the save had not happened (its `next-*` files dropped),
+    else the one saved (its pending files moved into place)."""
+    import keras
+
+    from keras_attention.training.loop import _Checkpoint
+
+    def network():
+        net = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+        net.compile(optimizer="sgd", loss="mse")
+        return net
+
+    net = network()
+    folder = tmp_path / "ck"
+    _Checkpoint(folder).save(net, {"epoch": 1},
+                             best_weights=net.get_weights())
+    first = net.get_weights()
+    later = [w + 1.0 for w in first]
+
+    def restored():
+        fresh = network()
+        checkpoint = _Checkpoint(folder)
+        best = checkpoint.restore(fresh)
+        return checkpoint.state(), fresh.get_weights(), best
+
+    # Killed before the save happened: the new files written, not named.
+    net.set_weights(later)
+    net.save_weights(folder / "next-last.weights.h5")
+    np.savez(folder / "next-best.npz", *later)
+    state, weights, best = restored()
+    assert state == {"epoch": 1}
+    for got, want, chosen in zip(weights, first, best):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(chosen, want)
+    assert not list(folder.glob("next-*"))
+    # Killed after it (state.json names them pending), one moved already.
+    net.save_weights(folder / "next-last.weights.h5")
+    (folder / "seeds.npz").replace(folder / "next-seeds.npz")
+    np.savez(folder / "seeds.npz")
+    (folder / "state.json").write_text(json.dumps(
+        {"epoch": 2, "pending_files": ["last.weights.h5", "seeds.npz"]}))
+    state, weights, best = restored()
+    assert state == {"epoch": 2}
+    for got, want, chosen in zip(weights, later, best):
+        np.testing.assert_array_equal(got, want)
+        np.testing.assert_array_equal(chosen, want - 1.0)  # best: epoch 1
+    assert not list(folder.glob("next-*"))
