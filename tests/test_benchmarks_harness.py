@@ -92,15 +92,16 @@ def test_stopped_it_stops_its_jobs(tmp_path):
         "for n in 'ab'], 2, sys.argv[4])"), str(BENCHMARKS),
         str(tmp_path / "job.py"), str(pids), str(tmp_path / "logs")],
         stdout=subprocess.PIPE, text=True)
+    cores = min(2, len(os.sched_getaffinity(0)))  # jobs at a time
     deadline = time.time() + 60
-    while len(list(pids.iterdir())) < 2 and time.time() < deadline:
+    while len(list(pids.iterdir())) < cores and time.time() < deadline:
         time.sleep(0.2)
     jobs = [int(path.name) for path in pids.iterdir()]
-    assert len(jobs) == 2
+    assert len(jobs) == cores
     parent.send_signal(signal.SIGTERM)
     out, _ = parent.communicate(timeout=60)
     assert parent.returncode == 128 + signal.SIGTERM
-    assert "stopped a" in out and "stopped b" in out
+    assert out.count("stopped ") == cores
     for pid in jobs:  # gone (reaped by the parent), not running on
         try:
             os.kill(pid, 0)
