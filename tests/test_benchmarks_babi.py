@@ -331,6 +331,12 @@ def test_in_progress_lists_every_run_not_finished():
     assert module.in_progress(args, "halting", rows, runs) == [
         {"seed": seed, "tasks": [2],
          "checkpoint": f"ck/halting/10k-task2-seed{seed}"} for seed in (1, 2)]
+    # A run training now is listed by its fuller entry, first.
+    training = {"seed": 2, "tasks": [2], "epoch": 7, "checkpoint": "x"}
+    assert module.in_progress(args, "halting", rows, runs,
+                              training=[training]) == [
+        training, {"seed": 1, "tasks": [2],
+                   "checkpoint": "ck/halting/10k-task2-seed1"}]
     args.checkpoint_name = "other"
     assert module.in_progress(args, "halting", rows, runs)[0][
         "checkpoint"] == "ck/other/10k-task2-seed1"

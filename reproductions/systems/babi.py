@@ -852,18 +852,22 @@ def run_label(args, seed, tasks):
     return f"{args.size}-{label}-seed{seed}"
 
 
-def in_progress(args, name, rows, runs):
+def in_progress(args, name, rows, runs, training=()):
     """The entries of `runs` (seed, tasks) that `rows` do not hold
     finished, begun or not: what the results file lists as in progress,
     so it stays off the scoreboard until every run of its command is
-    finished (none without checkpoints, which alone let a run go on)."""
+    finished (none without checkpoints, which alone let a run go on).
+    `training`: the fuller entries of runs training now (their epoch and
+    curve), given first and in place of theirs."""
     if not args.checkpoint_dir:
         return []
-    entries = []
+    entries = list(training)
+    begun = {(entry["seed"], tuple(entry["tasks"])) for entry in training}
     for seed, tasks in runs:
         mine = [row for row in rows if row["seed"] == seed
                 and row["task"] in tasks]
-        if not mine or not all(row.get("finished", True) for row in mine):
+        if (seed, tuple(tasks)) not in begun and (not mine or not all(
+                row.get("finished", True) for row in mine)):
             entries.append({"seed": seed, "tasks": tasks, "checkpoint": str(
                 checkpoint_for(args, name, seed, tasks))})
     return entries
@@ -897,14 +901,11 @@ def run_apart(args, argv, name, rows, runs, command, commands):
 
     def on_rows(new, running=()):
         done[:] = new
-        entries = [entry for record in running
-                   for entry in record.get("in_progress", [])]
-        begun = {(entry["seed"], tuple(entry["tasks"])) for entry in entries}
-        entries += [entry for entry in in_progress(args, name, rows + done,
-                                                   runs)
-                    if (entry["seed"], tuple(entry["tasks"])) not in begun]
         write(args, name, rows + done, command, complete=False,
-              commands=commands, in_progress=entries)
+              commands=commands, in_progress=in_progress(
+                  args, name, rows + done, runs, training=[
+                      entry for record in running
+                      for entry in record.get("in_progress", [])]))
 
     on_rows([])  # the runs of this piece, listed before they begin
     found = harness.run_pinned(
@@ -990,15 +991,14 @@ def main(argv=None):
 
         def on_epoch(state, seed=seed, tasks=tasks, rows=rows,
                      checkpoint=checkpoint):
-            others = [entry for entry in in_progress(args, name, rows, runs)
-                      if (entry["seed"], entry["tasks"]) != (seed, tasks)]
             write(args, name, rows, command, complete=False,
-                  commands=commands, in_progress=[{
-                      "seed": seed, "tasks": tasks,
-                      "epoch": state["epoch"], **state["counts"],
-                      "curve": state["curve"], "best": state["best"],
-                      "minutes": state["seconds"] / 60.0,
-                      "checkpoint": str(checkpoint)}] + others)
+                  commands=commands, in_progress=in_progress(
+                      args, name, rows, runs, training=[{
+                          "seed": seed, "tasks": tasks,
+                          "epoch": state["epoch"], **state["counts"],
+                          "curve": state["curve"], "best": state["best"],
+                          "minutes": state["seconds"] / 60.0,
+                          "checkpoint": str(checkpoint)}]))
 
         if checkpoint is None:
             on_epoch = None  # short runs: no file per epoch
