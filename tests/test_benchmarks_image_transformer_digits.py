@@ -51,7 +51,7 @@ def script(monkeypatch):
     monkeypatch.syspath_prepend(str(SYSTEMS))  # its sibling import
     module = load_script("image_transformer_digits", monkeypatch)
     example = _Example()
-    monkeypatch.setattr(module.harness, "run_example",
+    monkeypatch.setattr(module.processes, "run_example",
                         lambda name, argv: example.main(argv))
     return module, example
 

@@ -191,7 +191,8 @@ def test_append_adds_rows_and_keeps_every_command(tmp_path):
 
 def test_parallel_runs_each_job_in_its_own_process(tmp_path):
     """--parallel 2: each seed in a process of its own
-    (`harness.run_pinned`), its log in --save-dir, its row in the file."""
+    (`reproductions.processes.run_pinned`), its log in --save-dir, its
+    row in the file."""
     _made_up(tmp_path / "chorales.json.gz")
     saved = tmp_path / "models"
     _, record = run_benchmark(

@@ -48,7 +48,7 @@ def script(monkeypatch):
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     module = load_script("recurrent_attention_digits", monkeypatch)
     example = _Example()
-    monkeypatch.setattr(module.harness, "run_example",
+    monkeypatch.setattr(module.processes, "run_example",
                         lambda name, argv: example.main(argv))
     return module, example
 

@@ -149,13 +149,14 @@ def test_mistakes_are_one_line(arguments, message, digits):
     assert "Traceback" not in result.stderr
 
 
-def test_parallel_jobs_keep_every_option_but_their_own(monkeypatch):
-    harness = load_script("harness", monkeypatch)
+def test_parallel_jobs_keep_every_option_but_their_own():
+    from reproductions import common
+
     given = ["--epochs", "3", "--variants", "plain", "--seeds=0,1",
              "--append", "--parallel", "2", "--dataset", "fashion"]
-    assert harness.strip_options(given, {"--variants", "--seeds",
-                                         "--parallel", "--append"},
-                                 {"--append"}) == [
+    assert common.strip_options(given, {"--variants", "--seeds",
+                                        "--parallel", "--append"},
+                                {"--append"}) == [
         "--epochs", "3", "--dataset", "fashion"]
 
 

@@ -44,15 +44,16 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
-# The repository, for a machine where the package is not installed (a GPU
-# machine given a copy of the working tree).
-sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2]))
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
 
 from keras_attention.data import babi  # noqa: E402
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 from reproductions import scoreboard  # noqa: E402
 
 MODELS = ("universal_transformer", "memory_network")
@@ -875,13 +876,13 @@ def in_progress(args, name, rows, runs, training=()):
 
 def run_apart(args, argv, name, rows, runs, command, commands):
     """`runs` (seed, tasks), each in a process of its own, --parallel at
-    a time, each pinned to a core (`harness.run_pinned`): this script
+    a time, each pinned to a core (`processes.run_pinned`): this script
     with the same options for one seed and task group, its checkpoint
     where this command keeps it. The results file is written as each
     run finishes and, with checkpoints, after each epoch of any (its
     runs in progress as their own processes last wrote them); returns
     all the rows."""
-    base = harness.strip_options(argv, (
+    base = common.strip_options(argv, (
         "--parallel", "--seed", "--seeds", "--tasks", "--results-dir",
         "--results-name", "--plot", "--plot-task", "--logs",
         "--checkpoint-dir", "--checkpoint-name"))
@@ -908,7 +909,7 @@ def run_apart(args, argv, name, rows, runs, command, commands):
                       for entry in record.get("in_progress", [])]))
 
     on_rows([])  # the runs of this piece, listed before they begin
-    found = harness.run_pinned(
+    found = processes.run_pinned(
         pathlib.Path(__file__), jobs, args.parallel, args.logs,
         on_rows=on_rows, on_progress=lambda records: on_rows(
             done, records.values()))

@@ -62,15 +62,20 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 import harness  # noqa: E402
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
 NAME = "captioner_hard_soft"
 # Table 1 of Xu et al. (Flickr8k), as data: reproductions/papers/xu2015.json.
-PAPER = {variant: {key: harness.paper_rows("xu2015", f"Table 1 (Flickr8k), "
+PAPER = {variant: {key: common.paper_rows("xu2015", f"Table 1 (Flickr8k), "
                                            f"{metric}")[variant]
                    for key, metric in (("bleu1", "BLEU-1"), ("bleu2", "BLEU-2"),
                                        ("bleu3", "BLEU-3"), ("bleu4", "BLEU-4"),
@@ -86,7 +91,6 @@ DATA_NOTE = ("40x80 scenes of three mnist10k digits and 8 clutter "
 
 
 def parser():
-    import harness
 
     p = argparse.ArgumentParser(
         description="Soft against hard attention (Xu et al. 2015) on "
@@ -126,7 +130,7 @@ def parser():
                    help="hard: location samples for the REINFORCE "
                         "gradient's variance before and after training "
                         "(0: skip)")
-    harness.add_run_options(p, "runs/captioner_hard_soft")
+    common.add_run_options(p, "runs/captioner_hard_soft")
     p.add_argument("--off-scoreboard", default=None, metavar="REASON",
                    help="keep this file's claim off the Reproductions "
                         "page, for this reason (runs that chose a "
@@ -163,9 +167,8 @@ def finish_arguments(p, args):
     if args.objects > 3:
         p.error(f"--objects must be at most 3 on the 80-pixel-wide "
                 f"canvas, received: {args.objects}")
-    import harness
 
-    return harness.variants_and_seeds(p, args, VARIANTS)
+    return common.variants_and_seeds(p, args, VARIANTS)
 
 
 """
@@ -503,10 +506,9 @@ LATE_EPOCHS = 5
 def late_gain(curve, window=LATE_EPOCHS):
     """How much validation BLEU the last `window` epochs of `curve` added
     to the best before them (<= 0: it had stopped rising); None for a
-    curve of `window` epochs or fewer (`harness.late_gain`)."""
-    import harness
+    curve of `window` epochs or fewer (`common.late_gain`)."""
 
-    return harness.late_gain(curve, window)
+    return common.late_gain(curve, window)
 
 
 def summary(rows, beam_size=3):
@@ -584,7 +586,7 @@ def main(argv=None):
           flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    rows = harness.variant_seed_runs(
+    rows = processes.variant_seed_runs(
         __file__, given, args, FLAGS,
         lambda variant, seed: train_run(variant, seed, args, data))
     all_rows = earlier + rows

@@ -24,11 +24,16 @@ import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
-from image_transformer_mnist import comparison
+from image_transformer_mnist import comparison  # noqa: E402  (systems/, the script's folder)
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 NAME = "image_transformer_digits"
 MODELS = {  # row variant -> the example's name of it
@@ -67,7 +72,7 @@ def summary(rows):
     out = {}
     for variant in dict.fromkeys(row["variant"] for row in rows):
         mine = [row for row in rows if row["variant"] == variant]
-        mean, spread = harness.mean_and_spread(
+        mean, spread = common.mean_and_spread(
             row["test_bits_per_dim"] for row in mine)
         out[variant] = {
             "label": LABELS[variant], "seeds": len(mine),
@@ -90,7 +95,8 @@ def parser():
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--train-size", type=int, default=1500)
-    harness.add_example_arguments(p, NAME)
+    common.add_example_arguments(p)
+    harness.add_results_arguments(p, NAME)
     return p
 
 
@@ -109,7 +115,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as folder:
         for seed in args.seeds:
             print(f"seed {seed}:", flush=True)
-            results = harness.run_example("image_transformer_digits", [
+            results = processes.run_example("image_transformer_digits", [
                 "--seed", str(seed), "--epochs", str(args.epochs),
                 "--train-size", str(args.train_size),
                 "--output", str(pathlib.Path(folder) / "samples.png")])

@@ -59,8 +59,13 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
@@ -82,7 +87,6 @@ LABELS = {
 
 
 def parser():
-    import harness
 
     p = argparse.ArgumentParser(
         description="The Image Transformer on 28x28 binarized digits: "
@@ -93,7 +97,7 @@ def parser():
     p.add_argument("--variants", default="local_2d,full",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
-    harness.add_backend_option(p, "tensorflow")
+    common.add_backend_option(p, "tensorflow")
     p.add_argument("--epochs", type=int, default=15)
     p.add_argument("--batch-size", type=int, default=32)
     p.add_argument("--learning-rate", type=float, default=2e-3)
@@ -112,8 +116,8 @@ def parser():
     p.add_argument("--binarize-seed", type=int, default=0,
                    help="of every draw: numpy seeds [S, 1] validation, "
                         "[S, 2] test, [S, 0, run seed, epoch] training")
-    harness.add_run_options(p, "runs/image_transformer_mnist")
-    harness.add_resume_options(p, "runs/image_transformer_mnist/checkpoints")
+    common.add_run_options(p, "runs/image_transformer_mnist")
+    common.add_resume_options(p, "runs/image_transformer_mnist/checkpoints")
     return p
 
 
@@ -145,10 +149,9 @@ def finish_arguments(p, args):
     args.query_block_pair = _pair(p, "query-block", args.query_block, 1)
     args.memory_flange_pair = _pair(p, "memory-flange", args.memory_flange,
                                     0)
-    import harness
 
-    harness.variants_and_seeds(p, args, VARIANTS)
-    harness.finish_resume(p, args, run_settings(args))
+    common.variants_and_seeds(p, args, VARIANTS)
+    common.finish_resume(p, args, run_settings(args))
     return args
 
 
@@ -264,7 +267,7 @@ def train_run(variant, seed, args, data):
     steps_per_epoch = len(train_digits) // args.batch_size
     count = steps_per_epoch * args.batch_size  # whole batches only
     model = build(variant, args, seed, steps_per_epoch * args.epochs)
-    checkpoint = harness.checkpoint_for(args, variant, seed)
+    checkpoint = common.checkpoint_for(args, variant, seed)
     def epoch(model, index, _):
         # A fresh binarization and order each epoch, from seed and epoch.
         rng = np.random.default_rng([args.binarize_seed, 0, seed, index])
@@ -289,7 +292,7 @@ def train_run(variant, seed, args, data):
         test=lambda model: {"test_nll": nll(model, data["test"])},
         rule=StoppingRule(args.epochs), higher_is_better=False,
         directory=checkpoint, seed=seed, verbose=0,
-        seconds=harness.piece_seconds(args))
+        seconds=common.piece_seconds(args))
     if not state["finished"]:
         print(f"{variant} seed {seed}: stopped after epoch {state['epoch']} "
               f"of {args.epochs} by --minutes; --resume continues it",
@@ -332,9 +335,8 @@ def late_gain(curve, window=LATE_EPOCHS):
     """How many nats the last `window` epochs of validation NLL `curve`
     fell below the best before them (<= 0: it had stopped improving);
     None for a curve of `window` epochs or fewer."""
-    import harness
 
-    return harness.late_gain(curve, window, lower_is_better=True)
+    return common.late_gain(curve, window, lower_is_better=True)
 
 
 def comparison(found, metric="test_nll", digits=2):
@@ -405,7 +407,7 @@ def main(argv=None):
     args = finish_arguments(p, p.parse_args(argv))
     import harness
 
-    harness.choose_backend(p, args)
+    common.choose_backend(p, args)
     data = load(args, p)
     name = args.results_name or NAME
     baselines = {
@@ -421,9 +423,9 @@ def main(argv=None):
           f"{baselines['uniform']:.1f} nats", flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    given = harness.with_deadline(sys.argv[1:] if argv is None
+    given = common.with_deadline(sys.argv[1:] if argv is None
                                   else list(argv), args)
-    rows = harness.variant_seed_runs(
+    rows = processes.variant_seed_runs(
         __file__, given, args, {"--append", "--resume"},
         lambda variant, seed: train_run(variant, seed, args, data))
     all_rows = earlier + rows

@@ -76,14 +76,16 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
-# The repository, for a machine where the package is not installed (the
-# GPU run, benchmarks/gpu/run.py, runs it from a copy of the working tree).
-sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2]))
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
 import numpy as np  # noqa: E402
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 VARIANTS = {
     "absolute": dict(attention="full", positions="sinusoidal"),
@@ -102,7 +104,7 @@ VARIANTS = {
 # steveyu323/music-transformer, file 1809.04281.pdf); Papers with Code
 # lists the same best value. Section 4.1 gives the sizes: L layers, hs
 # hidden, att attention, ff feed-forward, h heads, r relative distance.
-PAPER_TABLE = tuple(tuple(row) for row in harness.paper_rows(
+PAPER_TABLE = tuple(tuple(row) for row in common.paper_rows(
     "huang2019", "Table 2"))  # reproductions/papers/huang2019.json
 
 # The defaults: what fits 2 CPU cores (see the docs page for the runs
@@ -187,10 +189,9 @@ def parser():
                    help="samples (MIDI, piano rolls)")
     p.add_argument("--save-dir", default="runs/jsb/models",
                    help="the trained models and their settings")
-    import harness
 
     harness.add_results_arguments(p, "music_transformer_jsb")
-    harness.add_resume_options(p, "runs/jsb/checkpoints")
+    common.add_resume_options(p, "runs/jsb/checkpoints")
     return p
 
 
@@ -225,10 +226,9 @@ def finish_arguments(p, args):
         p.error(f"--start-every must be a multiple of 4 dividing half of "
                 f"--window ({args.window // 2}; scoring windows start "
                 f"every half window), received: {args.start_every}")
-    import harness
 
-    harness.variants_and_seeds(p, args, VARIANTS)
-    return harness.finish_resume(p, args, {key: getattr(args, key) for key in (
+    common.variants_and_seeds(p, args, VARIANTS)
+    return common.finish_resume(p, args, {key: getattr(args, key) for key in (
         "preset", "steps", "budget_minutes", "layers", "hidden", "heads",
         "ff", "dropout", "max_relative", "window", "batch", "learning_rate",
         "warmup", "start_every", "transpose", "eval_every", "precision")})
@@ -313,7 +313,6 @@ def train_run(name, seed, args, data):
     state alone) and its row."""
     import math
 
-    import harness
     import keras
 
     from keras_attention.data import chorales as chorales_lib
@@ -326,9 +325,9 @@ def train_run(name, seed, args, data):
     valid = data["valid"]
     budget = 60 * args.budget_minutes if args.budget_minutes else math.inf
     steps_cap = args.steps or math.inf
-    checkpoint = harness.checkpoint_for(args, name, seed)
+    checkpoint = common.checkpoint_for(args, name, seed)
     # Training seconds over every piece (the clock).
-    trained = sum(harness.saved_counts(checkpoint).get("train_seconds", []))
+    trained = sum(common.saved_counts(checkpoint).get("train_seconds", []))
     batches = Batches(data["train"], args, seed)
 
     def epoch(model, index, _):
@@ -365,7 +364,7 @@ def train_run(name, seed, args, data):
     state = run_epochs(model, epoch=epoch, validate=validate, rule=rule,
                        higher_is_better=False, directory=checkpoint,
                        seed=seed, verbose=0,
-                       seconds=harness.piece_seconds(args))
+                       seconds=common.piece_seconds(args))
     if not state["finished"]:
         print(f"  {name} seed {seed}: stopped at step "
               f"{state['counts']['steps']} by --minutes; --resume "
@@ -423,19 +422,18 @@ def save_run(model, row, args):
 def run_parallel(args, argv, jobs, on_rows=None):
     """Each `(variant, seed)` of `jobs` in a process of its own (this
     script with one variant, one seed, one thread), `--parallel` at a
-    time, process `i` pinned to core `i` (`harness.run_pinned`); returns
+    time, process `i` pinned to core `i` (`processes.run_pinned`); returns
     their rows in the order of `jobs`, and gives `on_rows` those of the
     jobs finished so far as each finishes. Each job's output goes to
     `SAVE_DIR/VARIANT_seedN.log`."""
-    import harness
 
-    common = harness.strip_options(
+    shared = common.strip_options(
         argv, {"--variants", "--seeds", "--parallel", "--results-dir",
                "--results-name", "--threads"})
-    found = harness.run_pinned(
+    found = processes.run_pinned(
         pathlib.Path(__file__).resolve(),
         [(f"{variant}_seed{seed}",
-          [*common, "--variants", variant, "--seeds", str(seed),
+          [*shared, "--variants", variant, "--seeds", str(seed),
            "--threads", "1", "--no-samples"]) for variant, seed in jobs],
         args.parallel, args.save_dir, getattr(args, "deadline", None),
         on_rows=on_rows)
@@ -552,7 +550,6 @@ def main(argv=None):
     if args.threads and args.backend == "tensorflow":
         os.environ["TF_NUM_INTRAOP_THREADS"] = str(args.threads)
         os.environ["TF_NUM_INTEROP_THREADS"] = "1"
-    import harness
     import keras
 
     from keras_attention.data import chorales as chorales_lib
@@ -612,7 +609,7 @@ def main(argv=None):
                 in_progress=in_progress)
 
         progress([])
-        rows = run_parallel(args, harness.with_deadline(
+        rows = run_parallel(args, common.with_deadline(
             sys.argv[1:] if argv is None else list(argv), args), jobs,
             on_rows=progress)
         saved = {f"{row['variant']}_seed{row['seed']}": str(path)
@@ -620,7 +617,7 @@ def main(argv=None):
                                               f"{row['variant']}_seed"
                                               f"{row['seed']}.keras"]
                  if row["finished"] and path.is_file()}
-    for variant, seed in harness.before_deadline([] if rows else jobs,
+    for variant, seed in processes.before_deadline([] if rows else jobs,
                                                  args.deadline):
         print(f"{variant}, seed {seed}: training for {budget}", flush=True)
         model, row = train_run(variant, seed, args, data)

@@ -51,15 +51,20 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 import harness  # noqa: E402
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
 NAME = "ram_cluttered_mnist"
 # Table 2, 60x60 cluttered translated MNIST, test error %, as data.
-PAPER = harness.paper_rows("mnih2014", "Table 2")
+PAPER = common.paper_rows("mnih2014", "Table 2")
 VARIANTS = {
     "ram4": dict(kind="ram", glimpses=4),
     "ram6": dict(kind="ram", glimpses=6),
@@ -88,7 +93,6 @@ LABELS = {
 
 
 def parser():
-    import harness
 
     p = argparse.ArgumentParser(
         description="RAM against a convolutional network on 60x60 "
@@ -100,7 +104,7 @@ def parser():
     p.add_argument("--variants", default="ram4,ram6,ram8,conv",
                    help=f"comma-separated, of {', '.join(VARIANTS)}")
     p.add_argument("--seeds", default="0", help="comma-separated seeds")
-    harness.add_backend_option(p, "jax")
+    common.add_backend_option(p, "jax")
     p.add_argument("--epochs", type=int, default=100,
                    help="the stopping rule's budget, and the cosine "
                         "schedule's length")
@@ -131,8 +135,8 @@ def parser():
     p.add_argument("--canvas-size", type=int, default=60)
     p.add_argument("--clutter", type=int, default=4)
     p.add_argument("--fragment-size", type=int, default=8)
-    harness.add_run_options(p, "runs/ram_cluttered_mnist")
-    harness.add_resume_options(p, "runs/ram_cluttered_mnist/checkpoints")
+    common.add_run_options(p, "runs/ram_cluttered_mnist")
+    common.add_resume_options(p, "runs/ram_cluttered_mnist/checkpoints")
     p.add_argument("--save-dir", default="runs/ram_cluttered_mnist",
                    help="each RAM run's model goes to "
                         "SAVE_DIR/VARIANT_seedN.keras")
@@ -171,10 +175,9 @@ def finish_arguments(p, args):
     if args.fragment_size > 28:
         p.error(f"--fragment-size must be at most 28, received: "
                 f"{args.fragment_size}")
-    import harness
 
-    harness.variants_and_seeds(p, args, VARIANTS)
-    return harness.finish_resume(p, args, run_settings(args))
+    common.variants_and_seeds(p, args, VARIANTS)
+    return common.finish_resume(p, args, run_settings(args))
 
 
 def run_settings(args):
@@ -351,7 +354,6 @@ def train_run(variant, seed, args, data):
     validation error are kept and tested once, when the run finishes;
     `--minutes` ends a piece, `--resume` continues it. Returns the run's
     row (an unfinished one has no test figure) and the model."""
-    import harness
     import keras
 
     from keras_attention.data import mnist
@@ -367,8 +369,8 @@ def train_run(variant, seed, args, data):
     ram = VARIANTS[variant]["kind"] == "ram"
     validation = inputs_of(variant, data["validation"], args)
     model(validation[:2])  # built, to restore into
-    checkpoint = harness.checkpoint_for(args, variant, seed)
-    counts = harness.saved_counts(checkpoint)
+    checkpoint = common.checkpoint_for(args, variant, seed)
+    counts = common.saved_counts(checkpoint)
     spent = list(counts.get("epoch_seconds", []))  # the earlier pieces' too
     if counts.get("schedule_epochs"):  # the fitted schedule goes on
         schedule.decay_steps = counts["schedule_epochs"][0] * steps_per_epoch
@@ -431,7 +433,7 @@ def train_run(variant, seed, args, data):
         rule=StoppingRule(args.epochs, patience=args.patience,
                           minutes=args.budget_minutes),
         higher_is_better=False, directory=checkpoint, seed=seed, verbose=0,
-        seconds=harness.piece_seconds(args))
+        seconds=common.piece_seconds(args))
     if not state["finished"]:
         print(f"{variant} seed {seed}: stopped after epoch {state['epoch']} "
               f"of {args.epochs} by --minutes; --resume continues it",
@@ -593,9 +595,8 @@ def draw(model, data, path):
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
-    import harness
 
-    harness.choose_backend(p, args)
+    common.choose_backend(p, args)
     data = load(args, p)
     if args.draw:
         if not args.figure:
@@ -626,8 +627,8 @@ def main(argv=None):
         row, models[(variant, seed)] = train_run(variant, seed, args, data)
         return row
 
-    rows = harness.variant_seed_runs(
-        __file__, harness.with_deadline(
+    rows = processes.variant_seed_runs(
+        __file__, common.with_deadline(
             sys.argv[1:] if argv is None else list(argv), args),
         args, FLAGS | {"--resume"}, train, also_strip={"--figure"})
     all_rows = earlier + rows

@@ -29,10 +29,15 @@ import re
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 NAME = "recurrent_attention_digits"
 LABELS = {
@@ -89,7 +94,7 @@ def summary(rows):
     out = {}
     for key in dict.fromkeys(setting_key(row) for row in rows):
         mine = [row for row in rows if setting_key(row) == key]
-        mean, spread = harness.mean_and_spread(
+        mean, spread = common.mean_and_spread(
             row["test_accuracy"] for row in mine)
         out[key] = {
             "variant": mine[0]["variant"], "label": mine[0]["label"],
@@ -99,7 +104,7 @@ def summary(rows):
             "test_accuracy": [row["test_accuracy"] for row in mine],
             "test_accuracy_mean": mean, "test_accuracy_std": spread}
         if "seconds" in mine[0]:
-            out[key]["seconds_mean"] = harness.mean_and_spread(
+            out[key]["seconds_mean"] = common.mean_and_spread(
                 row["seconds"] for row in mine)[0]
     return out
 
@@ -114,7 +119,8 @@ def parser():
     p.add_argument("--glimpses", default="1,2,4,6")
     p.add_argument("--no-cnn", action="store_true")
     p.add_argument("--oracle", type=int, default=1, choices=(0, 1))
-    harness.add_example_arguments(p, NAME)
+    common.add_example_arguments(p)
+    harness.add_results_arguments(p, NAME)
     return p
 
 
@@ -145,7 +151,7 @@ def main(argv=None):
                     "--glimpses", args.glimpses, "--oracle",
                     str(args.oracle), "--pictures", "0", "--verbose", "0",
                     "--output-dir", folder] + ["--no-cnn"] * args.no_cnn
-            results = harness.run_example("recurrent_attention_digits", argv)
+            results = processes.run_example("recurrent_attention_digits", argv)
             rows += rows_of(results, seed, settings)
     all_rows = earlier + rows
     found = summary(all_rows)

@@ -27,11 +27,16 @@ import statistics
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
-from sagan_mnist import block_verdict
+from sagan_mnist import block_verdict  # noqa: E402  (systems/, the script's folder)
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 NAME = "sagan_digits"
 LABELS = {"plain": "without self-attention",
@@ -69,7 +74,7 @@ def summary(rows):
                   if row["variant"] == variant]
         if not values:
             continue
-        mean, spread = harness.mean_and_spread(values)
+        mean, spread = common.mean_and_spread(values)
         out[variant] = {
             "label": LABELS[variant], "seeds": len(values),
             "frechet_distance_mean": mean, "frechet_distance_std": spread,
@@ -88,7 +93,8 @@ def parser():
     """The options (the runner's settings' schema)."""
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
     p.add_argument("--steps", type=int, default=3000)
-    harness.add_example_arguments(p, NAME)
+    common.add_example_arguments(p)
+    harness.add_results_arguments(p, NAME)
     return p
 
 
@@ -101,7 +107,7 @@ def main(argv=None):
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
     with tempfile.TemporaryDirectory() as folder:
-        results = harness.run_example("sagan_digits", [
+        results = processes.run_example("sagan_digits", [
             "--seeds", ",".join(map(str, args.seeds)),
             "--steps", str(args.steps), "--output-dir", folder])
     rows = rows_of(results, args.steps)

@@ -69,10 +69,14 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
-sys.path.insert(1, str(pathlib.Path(__file__).resolve().parents[2]))
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 import harness  # noqa: E402
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 PROJECT_DATA = pathlib.Path(__file__).resolve().parents[3] / "shared" / (
     "data") / "mnist10k"
@@ -82,14 +86,13 @@ LABELS = {"plain": "SN-GAN, no attention",
           "attention": "SN-GAN, SelfAttention2D at 14x14 in G and D"}
 # Table 1 of Zhang et al. (ImageNet 128x128, FID), as data:
 # reproductions/papers/zhang2019.json.
-PAPER = harness.paper_rows("zhang2019", "Table 1")
+PAPER = common.paper_rows("zhang2019", "Table 1")
 CLASSIFIER = {"filters": [32, 64], "features": 64, "batch_size": 64,
               "learning_rate": 1e-3, "seed": 0}
 FLAGS = {"--append"}  # options without a value
 
 
 def parser():
-    import harness
 
     p = argparse.ArgumentParser(
         description="A small SN-GAN with and without SAGAN's self-attention "
@@ -121,7 +124,7 @@ def parser():
     p.add_argument("--classifier-epochs", type=int, default=8)
     p.add_argument("--cache-dir", default="runs/sagan_mnist",
                    help="where the judge's classifier is kept")
-    harness.add_run_options(p, "runs/sagan_mnist/logs")
+    common.add_run_options(p, "runs/sagan_mnist/logs")
     p.add_argument("--figures", default=None,
                    help="folder for each run's samples and attention maps")
     return p
@@ -143,9 +146,8 @@ def finish_arguments(p, args):
     if args.width % 4:
         p.error(f"--width must be a multiple of 4 (the block's keys have "
                 f"2*width/8 channels), received: {args.width}")
-    import harness
 
-    return harness.variants_and_seeds(p, args, VARIANTS)
+    return common.variants_and_seeds(p, args, VARIANTS)
 
 
 def scaled(images):
@@ -322,7 +324,6 @@ def draw(path_stem, samples, looked):
 
 
 def train_run(variant, seed, args, data, features):
-    import harness
     import keras
 
     from keras_attention.models import SAGAN
@@ -495,7 +496,6 @@ def block_verdict(plain, attention, level=0.1):
 def main(argv=None):
     p = parser()
     args = finish_arguments(p, p.parse_args(argv))
-    import harness
 
     data = load(args, p)
     name = args.results_name or NAME
@@ -513,7 +513,7 @@ def main(argv=None):
           flush=True)
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    rows = harness.variant_seed_runs(
+    rows = processes.variant_seed_runs(
         __file__, sys.argv[1:] if argv is None else list(argv), args, FLAGS,
         lambda variant, seed: train_run(variant, seed, args, data, features))
     all_rows = earlier + rows

@@ -24,10 +24,15 @@ import pathlib
 import sys
 import tempfile
 
-sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2]
-                       / "benchmarks"))  # harness.py
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+# benchmarks/ for harness.py; the repository for `reproductions` (and for
+# the package, on a machine where it is not installed).
+sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
+
+from reproductions import common  # noqa: E402
+from reproductions import processes  # noqa: E402
 
 NAME = "show_attend_tell_digits"
 DECODINGS = {  # the example's name -> the row's prefix
@@ -76,7 +81,7 @@ def summary(rows):
         line = {"seeds": [row.get("seed") for row in mine]}
         for metric in METRICS + ["seconds"]:
             if metric in mine[0]:
-                mean, spread = harness.mean_and_spread(
+                mean, spread = common.mean_and_spread(
                     row[metric] for row in mine)
                 line[f"{metric}_mean"], line[f"{metric}_std"] = mean, spread
         if "variance_before" in mine[0]:
@@ -96,7 +101,8 @@ def parser():
     p.add_argument("--lambdas", default="1,0")
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--train-size", type=int, default=8000)
-    harness.add_example_arguments(p, NAME)
+    common.add_example_arguments(p)
+    harness.add_results_arguments(p, NAME)
     return p
 
 
@@ -110,7 +116,7 @@ def main(argv=None):
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
     with tempfile.TemporaryDirectory() as folder:
-        results = harness.run_example("show_attend_tell_digits", [
+        results = processes.run_example("show_attend_tell_digits", [
             "--seeds", ",".join(map(str, args.seeds)),
             "--attention", args.attention, "--lambdas", args.lambdas,
             "--epochs", str(args.epochs),

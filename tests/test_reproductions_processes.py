@@ -1,4 +1,4 @@
-"""benchmarks/harness.py's `run_pinned`: each job in a process of its
+"""reproductions/processes.py's `run_pinned`: each job in a process of its
 own, its rows back in the order of the jobs, and none begun once the
 shared deadline (`--minutes`) has passed, so a run is never started only
 to train one stray epoch after it; `run_example`: an example run as a
@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from tests.test_benchmarks_summary import load_script
+from reproductions import common
+from reproductions import processes
 
 # A stand-in for a benchmark: sleeps, then writes its one row where
 # run_pinned asks (--results-dir, --results-name).
@@ -26,12 +27,11 @@ def _jobs(names, sleep):
     return [(name, ["--sleep", str(sleep)]) for name in names]
 
 
-def test_every_job_gives_its_rows_in_order(tmp_path, monkeypatch):
-    harness = load_script("harness", monkeypatch)
+def test_every_job_gives_its_rows_in_order(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(JOB)
     seen = []
-    found = harness.run_pinned(script, _jobs(["a", "b", "c"], 0), 2,
+    found = processes.run_pinned(script, _jobs(["a", "b", "c"], 0), 2,
                                tmp_path / "logs", on_rows=seen.append)
     assert found == [[{"job": "a"}], [{"job": "b"}], [{"job": "c"}]]
     # As each job finished, the rows of those finished so far, in order.
@@ -43,18 +43,17 @@ def test_every_job_gives_its_rows_in_order(tmp_path, monkeypatch):
         "a.log", "b.log", "c.log"]
 
 
-def test_no_job_begins_after_the_deadline(tmp_path, monkeypatch, capsys):
-    harness = load_script("harness", monkeypatch)
+def test_no_job_begins_after_the_deadline(tmp_path, capsys):
     script = tmp_path / "job.py"
     script.write_text(JOB)
     # Passed before the call: nothing runs.
-    assert harness.run_pinned(script, _jobs(["a", "b"], 0), 2,
+    assert processes.run_pinned(script, _jobs(["a", "b"], 0), 2,
                               tmp_path / "logs", deadline=1.0) == []
     assert "not started" in capsys.readouterr().out
     # One core: "a" begins before the deadline and finishes after it, so
     # "b", still waiting then, is never begun.
     started = time.time()
-    found = harness.run_pinned(script, _jobs(["a", "b"], 3), 1,
+    found = processes.run_pinned(script, _jobs(["a", "b"], 3), 1,
                                tmp_path / "logs2", deadline=started + 1.5)
     assert found == [[{"job": "a"}]]
     out = capsys.readouterr().out
@@ -87,9 +86,10 @@ def test_stopped_it_stops_its_jobs(tmp_path):
     pids = tmp_path / "pids"
     pids.mkdir()
     parent = subprocess.Popen([sys.executable, "-c", (
-        "import sys; sys.path.insert(0, sys.argv[1]); import harness; "
-        "harness.run_pinned(sys.argv[2], [(n, ['--pids', sys.argv[3]]) "
-        "for n in 'ab'], 2, sys.argv[4])"), str(BENCHMARKS),
+        "import sys; sys.path.insert(0, sys.argv[1]); "
+        "from reproductions import processes; "
+        "processes.run_pinned(sys.argv[2], [(n, ['--pids', sys.argv[3]]) "
+        "for n in 'ab'], 2, sys.argv[4])"), str(BENCHMARKS.parent),
         str(tmp_path / "job.py"), str(pids), str(tmp_path / "logs")],
         stdout=subprocess.PIPE, text=True)
     cores = min(2, len(os.sched_getaffinity(0)))  # jobs at a time
@@ -122,20 +122,19 @@ path.write_text(json.dumps({"rows": [{"done": True}], "epoch": 2}))
 """
 
 
-def test_progress_is_read_as_jobs_write_it(tmp_path, monkeypatch):
-    harness = load_script("harness", monkeypatch)
+def test_progress_is_read_as_jobs_write_it(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(TWO_WRITES)
     seen = []
-    found = harness.run_pinned(script, [("a", [])], 1, tmp_path / "logs",
+    found = processes.run_pinned(script, [("a", [])], 1, tmp_path / "logs",
                                on_progress=seen.append)
     assert found == [[{"done": True}]]
     # Read while it ran: its first file, once (the second is its rows).
     assert seen == [{"a": {"rows": [], "epoch": 1}}]
 
 
-def test_late_gain_counts_a_fall_for_a_loss(monkeypatch):
-    late_gain = load_script("harness", monkeypatch).late_gain
+def test_late_gain_counts_a_fall_for_a_loss():
+    late_gain = common.late_gain
     # A loss: the last two epochs fell 0.6 below the best before (3).
     assert late_gain([5, 4, 3, 2.5, 2.4], 2, lower_is_better=True) == 0.6
     assert late_gain([5, 4, 3, 2.5, 2.4], 2) == -2.5  # read as a score
@@ -156,19 +155,18 @@ pathlib.Path(sys.argv[where + 1]).write_text(
 
 
 def test_an_example_runs_as_a_command(tmp_path, monkeypatch, capfd):
-    harness = load_script("harness", monkeypatch)
     (tmp_path / "made_up.py").write_text(EXAMPLE)
-    monkeypatch.setattr(harness, "EXAMPLES_DIR", tmp_path)
-    assert harness.run_example("made_up", ["--seed", "3"]) == {
+    monkeypatch.setattr(processes, "EXAMPLES_DIR", tmp_path)
+    assert processes.run_example("made_up", ["--seed", "3"]) == {
         "argv": ["--seed", "3"]}
     with pytest.raises(SystemExit) as failed:
-        harness.run_example("made_up", ["--fail"])
+        processes.run_example("made_up", ["--fail"])
     assert str(failed.value) == ("examples/made_up.py --fail failed (exit "
                                  "status 1); its error is above")
     assert "an error of its own" in capfd.readouterr().err
     # Exit 0 and no file: said so.
     (tmp_path / "silent.py").write_text("")
     with pytest.raises(SystemExit) as failed:
-        harness.run_example("silent", [])
+        processes.run_example("silent", [])
     assert str(failed.value) == ("examples/silent.py wrote no --results "
                                  "file")
