@@ -54,8 +54,6 @@ def add_example_arguments(parser):
 def seed_list(text):
     """`--seeds`' type: comma-separated ints >= 0 (argparse's error names
     the value received)."""
-    import argparse
-
     try:
         seeds = [int(part) for part in text.split(",")]
     except ValueError:
