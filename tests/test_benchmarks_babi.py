@@ -120,6 +120,8 @@ def test_memory_network_single_run(tmp_path):
     (["--model", "memory_network", "--plot", "x.png"],
      "--plot draws ACT's ponder times"),
     (["--hidden", "10", "--heads", "4"], "--hidden must be divisible"),
+    (["--model", "memory_network", "--batching", "length"],
+     "--batching length needs --model universal_transformer"),
 ])
 def test_argument_errors_are_one_line(tmp_path, arguments, message):
     result = subprocess.run(
@@ -231,19 +233,36 @@ def test_memory_network_paper_protocol_selects_both_ways(tmp_path):
     assert record["complete"] is True and record["in_progress"] == []
 
 
-def test_a_stopped_run_resumes_as_one_run(tmp_path):
+# The tiny reader trained on task 1 without dropout, its warm-up short,
+# in batches of similar story lengths (`--batching length`: the random
+# batches are the tiny run's above).
+TINY = ["--tasks", "1", "--epochs", "3", "--hidden", "16", "--heads", "2",
+        "--ff", "32", "--steps", "2", "--memory-size", "10", "--dropout",
+        "0", "--warmup-steps", "20", "--batching", "length", "--backend",
+        "tensorflow"]
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory):
+    """The rows of TINY at seeds 0 and 1, one after the other in one
+    process, never stopped: what the runs stopped and resumed below must
+    equal."""
+    folder = tmp_path_factory.mktemp("uninterrupted")
+    root = _release(folder / "babi")
+    _, record = run_benchmark(
+        "babi.py", folder / "results", "--data", str(root), *TINY,
+        "--seeds", "2", "--checkpoint-dir", str(folder / "ck"), timeout=600)
+    return record["rows"]
+
+
+def test_a_stopped_run_resumes_as_one_run(tmp_path, uninterrupted):
     """--minutes stops a run after its first epoch; --resume continues
     it from its checkpoint with the same data order and schedule: the
-    validation curve and the test figure equal an uninterrupted run's."""
+    validation curve and the test figure equal an uninterrupted run's.
+    Resuming with other settings is refused in one line."""
     root = _release(tmp_path / "babi")
-    common = ["--data", str(root), "--tasks", "1", "--epochs", "3",
-              "--hidden", "16", "--heads", "2", "--ff", "32", "--steps",
-              "2", "--memory-size", "10", "--dropout", "0", "--warmup-steps",
-              "20", "--backend", "tensorflow"]
-    _, whole = run_benchmark(
-        "babi.py", tmp_path / "whole", *common, "--checkpoint-dir",
-        str(tmp_path / "ck_whole"), timeout=600)
-    piece = [*common, "--checkpoint-dir", str(tmp_path / "ck_piece")]
+    piece = ["--data", str(root), *TINY, "--checkpoint-dir",
+             str(tmp_path / "ck_piece")]
     _, first = run_benchmark("babi.py", tmp_path / "piece", *piece,
                              "--minutes", "0.0001", timeout=600)
     (row,) = first["rows"]
@@ -253,12 +272,20 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
     assert row["test_error"] is None and row["test_accuracy"] is None
     assert row["weights_sha256"] is None
     assert first["complete"] is False and first["summary"] == []
+    refused = subprocess.run(
+        [sys.executable, str(SYSTEMS / "babi.py"), *piece, "--hidden", "32",
+         "--resume", "--results-dir", str(tmp_path / "piece")],
+        capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "--hidden 16 there, 32 here" in refused.stderr
     _, resumed = run_benchmark("babi.py", tmp_path / "piece", *piece,
                                "--resume", timeout=600)
     (row,) = resumed["rows"]
-    (reference,) = whole["rows"]
+    reference = uninterrupted[0]
     assert row["finished"] and row["epochs"] == 3 and row["steps"] == \
         reference["steps"]
+    # One pool of length-sorted questions: as many batches as random ones.
+    assert row["steps"] == 3 * -(-row["train_questions"] // 64)
     assert row["valid_curve"] == reference["valid_curve"]
     assert row["test_accuracy"] == reference["test_accuracy"]
     # ACT's steps taken on the validation stories, an epoch a line, over
@@ -275,21 +302,15 @@ def test_a_stopped_run_resumes_as_one_run(tmp_path):
     assert len(resumed["commands"]) == 2
 
 
-def test_runs_apart_on_cores_of_their_own(tmp_path):
+def test_runs_apart_on_cores_of_their_own(tmp_path, uninterrupted):
     """--parallel 2: each seed in a process of its own pinned to a core;
     stopped by --minutes and resumed, each seed's run equals the seed's
     run in one process, one after another (same curve, same test
     figure), and the file lists the stopped runs in progress."""
     root = _release(tmp_path / "babi")
-    common = ["--data", str(root), "--tasks", "1", "--seeds", "2",
-              "--epochs", "2", "--hidden", "16", "--heads", "2", "--ff",
-              "32", "--steps", "2", "--memory-size", "10", "--dropout", "0",
-              "--warmup-steps", "20", "--backend", "tensorflow"]
-    _, whole = run_benchmark(
-        "babi.py", tmp_path / "whole", *common, "--checkpoint-dir",
-        str(tmp_path / "ck_whole"), timeout=600)
-    apart = [*common, "--parallel", "2", "--checkpoint-dir",
-             str(tmp_path / "ck"), "--logs", str(tmp_path / "logs")]
+    apart = ["--data", str(root), *TINY, "--seeds", "2", "--parallel", "2",
+             "--checkpoint-dir", str(tmp_path / "ck"), "--logs",
+             str(tmp_path / "logs")]
     stdout, first = run_benchmark("babi.py", tmp_path / "apart", *apart,
                                   "--minutes", "0.0001", timeout=600)
     assert "2 runs, 2 at a time" in stdout
@@ -309,12 +330,12 @@ def test_runs_apart_on_cores_of_their_own(tmp_path):
     log = (tmp_path / "logs" / "babi_universal_transformer-1k-task1-seed0"
            ".log").read_text()
     assert log.count("machine:") == 2
-    for row, reference in zip(resumed["rows"], whole["rows"], strict=True):
+    for row, reference in zip(resumed["rows"], uninterrupted, strict=True):
         assert row["finished"] and row["seed"] == reference["seed"]
         assert row["valid_curve"] == reference["valid_curve"]
         assert row["test_accuracy"] == reference["test_accuracy"]
         assert [(p["first_epoch"], p["last_epoch"])
-                for p in row["pieces"]] == [(1, 1), (2, 2)]
+                for p in row["pieces"]] == [(1, 1), (2, 3)]
 
 
 def test_in_progress_lists_every_run_not_finished():
@@ -342,22 +363,6 @@ def test_in_progress_lists_every_run_not_finished():
         "checkpoint"] == "ck/other/10k-task2-seed1"
     args.checkpoint_dir = None
     assert module.in_progress(args, "halting", rows, runs) == []
-
-
-def test_resume_refuses_other_settings(tmp_path):
-    root = _release(tmp_path / "babi")
-    common = ["--data", str(root), "--tasks", "1", "--epochs", "2",
-              "--hidden", "16", "--heads", "2", "--ff", "32", "--steps",
-              "2", "--memory-size", "10", "--backend", "tensorflow",
-              "--checkpoint-dir", str(tmp_path / "ck")]
-    run_benchmark("babi.py", tmp_path / "r", *common, "--minutes", "0.0001",
-                  timeout=600)
-    result = subprocess.run(
-        [sys.executable, str(SYSTEMS / "babi.py"), *common, "--hidden",
-         "32", "--resume", "--results-dir", str(tmp_path / "r")],
-        capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert "--hidden 16 there, 32 here" in result.stderr
 
 
 def test_the_readmes_babi_figures_are_the_results_files():

@@ -168,47 +168,40 @@ def test_speed_candidates_mistakes_are_one_line(candidates, message):
     assert message in result.stderr
 
 
-def test_append_adds_rows_and_keeps_every_command(tmp_path):
-    _made_up(tmp_path / "chorales.json.gz")
-    tiny = ["--data", str(tmp_path / "chorales.json.gz"), "--steps", "1",
-            "--layers", "1", "--hidden", "8", "--heads", "2", "--ff", "8",
-            "--window", "32", "--start-every", "16", "--batch", "4",
-            "--no-samples", "--save-dir", str(tmp_path / "models"),
-            "--results-name", "jsb_tiny"]
-    run_benchmark("music_transformer_jsb.py", tmp_path / "results", *tiny,
-                  "--variants", "absolute", timeout=600)
-    _, record = run_benchmark(
-        "music_transformer_jsb.py", tmp_path / "results", *tiny,
-        "--variants", "relative", "--append", timeout=600)
-    assert [row["variant"] for row in record["rows"]] == ["absolute",
-                                                          "relative"]
-    assert [line["variant"] for line in record["summary"]] == [
-        "absolute", "relative"]
-    assert len(record["commands"]) == 2
-    assert "--append" in record["commands"][1]
-    assert "--append" not in record["commands"][0]
-
-
-def test_parallel_runs_each_job_in_its_own_process(tmp_path):
+def test_parallel_runs_each_job_in_its_own_process_and_append_adds(
+        tmp_path):
     """--parallel 2: each seed in a process of its own
     (`reproductions.processes.run_pinned`), its log in --save-dir, its
-    row in the file."""
+    row in the file; --append adds another command's rows to the file
+    and keeps every command."""
     _made_up(tmp_path / "chorales.json.gz")
     saved = tmp_path / "models"
+    tiny = ["--data", str(tmp_path / "chorales.json.gz"), "--steps", "2",
+            "--eval-every", "2", "--layers", "1", "--hidden", "16",
+            "--heads", "2", "--ff", "32", "--window", "32", "--start-every",
+            "16", "--batch", "4", "--max-relative", "8", "--warmup", "1",
+            "--no-samples", "--save-dir", str(saved), "--results-name",
+            "jsb_tiny"]
     _, record = run_benchmark(
-        "music_transformer_jsb.py", tmp_path / "results", "--data",
-        str(tmp_path / "chorales.json.gz"), "--variants", "absolute",
-        "--seeds", "0,1", "--parallel", "2", "--steps", "2",
-        "--eval-every", "2", "--layers", "1", "--hidden", "16", "--heads",
-        "2", "--ff", "32", "--window", "32", "--start-every", "16",
-        "--batch", "4", "--max-relative", "8", "--warmup", "1",
-        "--no-samples", "--save-dir", str(saved), timeout=600)
+        "music_transformer_jsb.py", tmp_path / "results", *tiny,
+        "--variants", "absolute", "--seeds", "0,1", "--parallel", "2",
+        timeout=600)
     assert [(row["variant"], row["seed"]) for row in record["rows"]] == [
         ("absolute", 0), ("absolute", 1)]
     assert record["complete"] is True and record["in_progress"] == []
     assert sorted(path.name for path in saved.glob("*.log")) == [
         "absolute_seed0.log", "absolute_seed1.log"]
     assert (saved / "absolute_seed1.keras").is_file()
+    _, record = run_benchmark(
+        "music_transformer_jsb.py", tmp_path / "results", *tiny,
+        "--variants", "relative", "--append", timeout=600)
+    assert [(row["variant"], row["seed"]) for row in record["rows"]] == [
+        ("absolute", 0), ("absolute", 1), ("relative", 0)]
+    assert [line["variant"] for line in record["summary"]] == [
+        "absolute", "relative"]
+    assert len(record["commands"]) == 2
+    assert "--append" in record["commands"][1]
+    assert "--append" not in record["commands"][0]
 
 
 def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):

@@ -33,7 +33,7 @@ an answer and keeps it one token, so each multi-word answer is one class
 word "bill" of the stories, the id that a memory network whose output
 layer is tied to its word embedding must predict. `BabiVocabulary` and
 `vectorize_babi` turn samples into the arrays the model takes, the answers
-through `answer_token`.
+through `answer_token`; `batches_by_length` batches them by story length.
 
 Validation: the papers hold out 10% of the training questions
 (Sukhbaatar et al. 2015). `split_validation` holds out whole stories, so
@@ -275,6 +275,72 @@ def vectorize_babi(samples, vocabulary, memory_size=50, sentence_size=None):
     answers = np.array([vocabulary.encode([answer_token(sample.answer)])[0]
                         for sample in samples], "int32").reshape(-1)
     return {"story": story, "question": question}, answers
+
+
+def batches_by_length(story, order, batch_size, rng, pool=50, multiple=1):
+    """Batches of similar story lengths, each cut to its longest story.
+
+    Stories are padded to `memory_size` slots (`vectorize_babi`), but most
+    are short: over the 20 tasks of 1k, 8.8 of 50 slots hold a sentence on
+    average. A reader whose output ignores empty slots (the Universal
+    Transformer's: they are masked from attention, the ponder cost and
+    the readout) computes the same answers on a story cut after its last
+    sentence, in a fifth of the time. So `order` (a permutation of the
+    questions, drawn by the caller) is cut into pools of `pool` batches;
+    each pool is sorted by story length (stably, so ties keep `order`'s
+    order) and cut into batches; the batches of all pools are shuffled
+    by `rng`. tensor2tensor's input pipeline, which trained the Universal
+    Transformer of Dehghani et al. (2019), batches by length likewise.
+
+    Args:
+        story: `(N, M, J)` word ids, empty slots last (`vectorize_babi`).
+        order: the `N` question indices in the order drawn this epoch.
+        batch_size: the questions a batch (the pools' last batch may have
+            fewer).
+        rng: a `numpy.random.Generator`, shuffling the batches.
+        pool: how many batches' questions are sorted together.
+        multiple: each batch keeps its longest story's slots rounded up
+            to a multiple of this (fewer shapes for a backend that
+            compiles each: JAX), at most `M`.
+
+    Returns:
+        A list of `(indices, slots)`: the questions of a batch and the
+        slots to keep, `story[indices, :slots]`.
+
+    Example:
+
+    >>> story = np.zeros((6, 5, 2), "int32")
+    >>> for row, length in enumerate([5, 1, 4, 2, 1, 3]):
+    ...     story[row, :length] = 1
+    >>> batches = batches_by_length(story, np.arange(6), 2,
+    ...                             np.random.default_rng(0))
+    >>> sorted((slots, indices.tolist()) for indices, slots in batches)
+    [(1, [1, 4]), (3, [3, 5]), (5, [2, 0])]
+    """
+    story = np.asarray(story)
+    if story.ndim != 3:
+        raise ValueError(f"`story` must be (N, M, J) word ids, received: "
+                         f"shape {story.shape}")
+    order = np.asarray(order)
+    batch_size = _validation.positive_int("batch_size", batch_size)
+    pool = _validation.positive_int("pool", pool)
+    multiple = _validation.positive_int("multiple", multiple)
+    if order.ndim != 1 or (len(order) and not (
+            0 <= order.min() and order.max() < len(story))):
+        raise ValueError(f"`order` must be indices of the {len(story)} "
+                         f"stories, received: {order!r}")
+    slots = story.shape[1]
+    lengths = np.any(story != 0, axis=-1).sum(-1)  # (N,) slots in use
+    batches = []
+    for start in range(0, len(order), batch_size * pool):
+        chunk = order[start:start + batch_size * pool]
+        chunk = chunk[np.argsort(lengths[chunk], kind="stable")]
+        for first in range(0, len(chunk), batch_size):
+            indices = chunk[first:first + batch_size]
+            longest = max(int(lengths[indices].max()), 1)
+            batches.append((indices, min(slots, -(-longest // multiple)
+                                         * multiple)))
+    return [batches[i] for i in rng.permutation(len(batches))]
 
 
 class BabiTask(NamedTuple):

@@ -28,7 +28,9 @@ answer, and "the last possible answer the story names".
 
 Run: `python reproductions/systems/babi.py --model universal_transformer --tasks 2
 --size 10k` (one task), `--tasks all` for the 20 tasks, `--seeds 3`;
-`--parallel 2` runs two seeds (or tasks) at a time, one per core. Runs
+`--parallel 2` runs two seeds (or tasks) at a time, one per core;
+`--batching length` trains the UT on batches of similar story lengths,
+each cut to its longest story (`babi.batches_by_length`). Runs
 on any Keras backend (`--backend`; by default the faster here, as
 `benchmarks/babi_backends.py` measures it: TensorFlow for the UT, JAX for
 the memory network).
@@ -262,6 +264,18 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
         else:
             count = len(answers)
             picked = draws.permutation(count)
+        if args.batching == "length":  # the UT's answers ignore empty slots
+            import keras
+
+            batches = babi.batches_by_length(
+                inputs["story"], picked, args.batch_size, draws,
+                multiple=1 if keras.backend.backend() == "tensorflow" else 5)
+            for indices, slots in batches:  # (b, slots, J), (b, J)
+                model.train_on_batch(
+                    {"story": inputs["story"][indices, :slots],
+                     "question": inputs["question"][indices]},
+                    answers[indices])
+            return {"seen": count, "steps": len(batches)}
         model.fit({key: value[picked] for key, value in inputs.items()},
                   answers[picked], batch_size=args.batch_size, epochs=1,
                   verbose=0, shuffle=False)
@@ -670,6 +684,16 @@ def parser():
                          "1/sqrt(step); constant: --learning-rate")
     ut.add_argument("--warmup-steps", type=int, default=8000)
     ut.add_argument("--lr-scale", type=float, default=2.0)
+    ut.add_argument("--batching", choices=("random", "length"),
+                    default="random",
+                    help="random (default): batches in the epoch's drawn "
+                         "order, every story at --memory-size slots; "
+                         "length: that order cut into pools of 50 batches, "
+                         "each sorted by story length, the batches "
+                         "shuffled and each cut to its longest story "
+                         "(keras_attention.data.babi.batches_by_length: "
+                         "the same model, about 4x faster on 1k joint, "
+                         "as tensor2tensor batches by length)")
     ut.add_argument("--label-smoothing", type=float, default=None,
                     help="default: 0.1 (UT, tensor2tensor's), 0 (memory "
                          "network)")
@@ -799,6 +823,10 @@ def finish_arguments(p, args):
     if ut and args.hidden % args.heads:
         p.error(f"--hidden must be divisible by --heads, received: "
                 f"--hidden {args.hidden} --heads {args.heads}")
+    if args.batching == "length" and not ut:
+        p.error("--batching length needs --model universal_transformer "
+                "(a memory network's empty slots may take attention), "
+                f"received: --model {args.model}")
     if args.plot and (not ut or args.no_act):
         p.error("--plot draws ACT's ponder times: it needs --model "
                 "universal_transformer without --no-act")

@@ -129,6 +129,77 @@ def test_vectorize_errors():
         vectorize_babi(samples, vocabulary, memory_size=0)
 
 
+def _stories(lengths, slots=10):
+    """`(N, slots, 3)` word ids whose row i fills its first lengths[i]
+    slots (a row of length 0 is all empty)."""
+    story = np.zeros((len(lengths), slots, 3), "int32")
+    for row, length in enumerate(lengths):
+        story[row, :length, :2] = row + 1
+    return story
+
+
+def test_batches_by_length_cover_every_question_once_sorted_in_pools():
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(0, 11, 103)
+    story = _stories(lengths)
+    order = rng.permutation(103)
+    batches = babi.batches_by_length(story, order, 8, np.random.default_rng(
+        1), pool=4)
+    indices = np.concatenate([batch for batch, _ in batches])
+    assert sorted(indices.tolist()) == list(range(103))  # each once
+    # 103 = 3 pools of 32 and one of 7: 4 + 4 + 4 + 1 batches, one partial.
+    assert sorted(len(batch) for batch, _ in batches) == [7] + [8] * 12
+    for batch, slots in batches:
+        # Cut to its longest story (an all-empty batch keeps one slot),
+        # nothing it holds is lost.
+        assert slots == max(1, lengths[batch].max())
+        assert not story[batch, slots:].any()
+    # A pool is sorted by length: a pool's batches do not overlap in
+    # length, and a batch holds questions of one pool of `order`.
+    pools = {question: start // 32 for start in range(0, 103, 32)
+             for question in order[start:start + 32]}
+    for batch, _ in batches:
+        assert len({pools[question] for question in batch}) == 1
+    for pool in range(4):
+        mine = sorted((lengths[batch].min(), lengths[batch].max())
+                      for batch, _ in batches if pools[batch[0]] == pool)
+        assert all(high <= low for (_, high), (low, _) in zip(mine,
+                                                               mine[1:]))
+    # Drawn by the generator: the same generator state, the same batches.
+    again = babi.batches_by_length(story, order, 8, np.random.default_rng(
+        1), pool=4)
+    assert all(np.array_equal(a, b) and m == n
+               for (a, m), (b, n) in zip(batches, again, strict=True))
+
+
+def test_batches_by_length_round_slots_up_to_a_multiple_within_the_memory():
+    story = _stories([1, 3, 6, 9, 10, 10])
+    batches = babi.batches_by_length(story, np.arange(6), 2,
+                                     np.random.default_rng(0), multiple=4)
+    assert sorted(slots for _, slots in batches) == [4, 10, 10]
+    # Ties keep the drawn order (a stable sort): 5 before 4, both of 10.
+    batches = babi.batches_by_length(story, [5, 4, 3, 2, 1, 0], 2,
+                                     np.random.default_rng(0))
+    assert sorted(batch.tolist() for batch, _ in batches) == [
+        [0, 1], [2, 3], [5, 4]]
+
+
+@pytest.mark.parametrize("arguments, message", [
+    ({"story": np.zeros((4, 5))}, r"`story` must be \(N, M, J\) word ids, "
+                                  r"received: shape \(4, 5\)"),
+    ({"order": [0, 4]}, r"`order` must be indices of the 4 stories"),
+    ({"order": [[0, 1]]}, r"`order` must be indices of the 4 stories"),
+    ({"batch_size": 0}, "batch_size=0"),
+    ({"pool": -1}, "pool=-1"),
+    ({"multiple": 0}, "multiple=0"),
+])
+def test_batches_by_length_errors_name_the_argument(arguments, message):
+    given = {"story": _stories([1, 2, 3, 4]), "order": [0, 1, 2, 3],
+             "batch_size": 2, "rng": np.random.default_rng(0), **arguments}
+    with pytest.raises(ValueError, match=message):
+        babi.batches_by_length(**given)
+
+
 def simulate(lines):
     """An independent reading of a generated story: where each person
     is and where each object is, from the sentences alone; returns the
@@ -518,6 +589,11 @@ def test_the_real_release():
             babi.answer_token(s.answer) for s in task.test]
     assert "Bill" in {s.answer for s in tasks[5].train}
     assert "football,apple" in {s.answer for s in tasks[8].train}
+    # The joint 1k training stories fill 8.8 of 50 slots on average
+    # (`batches_by_length`'s docstring, the joint setting's note).
+    slots = [min(len(s.sentences), 50) for task in tasks.values()
+             for s in task.train]
+    assert round(float(np.mean(slots)), 1) == 8.8
     ten = babi.load_task(None, 1, "10k")
     assert len(ten.train) + len(ten.valid) == 10000 and len(ten.test) == 1000
     assert len({s.story for s in ten.valid}) == 200

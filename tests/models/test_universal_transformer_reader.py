@@ -56,16 +56,30 @@ def test_sentence_vectors_are_position_weighted_sums():
     assert_allclose(reader._sentences(words), expected, atol=1e-5)
 
 
-@pytest.mark.parametrize("act", [False, True])
-def test_empty_story_slots_change_nothing(act):
-    reader = _reader(act=act)
+@pytest.mark.parametrize("act, act_style", [
+    (False, "graves"), (True, "graves"), (True, "tensor2tensor")])
+def test_empty_story_slots_change_nothing(act, act_style):
+    """Trailing empty slots change no answer, ponder time or ponder cost:
+    a batch may be cut to its longest story
+    (`babi.batches_by_length`)."""
+    reader = _reader(act=act, act_style=act_style)
     inputs = _story(slots=5, filled=3)
     wider = {"story": np.concatenate(
         [inputs["story"], np.zeros((2, 4, WORDS), "int32")], 1),
         "question": inputs["question"]}
-    logits, ponder = reader(inputs, return_ponder=True)
-    assert tuple(ponder.shape) == (2, 6)
-    assert_allclose(reader(wider), logits, atol=1e-5)
+    logits, ponder, steps = reader(inputs, return_ponder=True,
+                                   return_steps=True)
+    cost = [as_numpy(loss) for loss in reader.losses]
+    assert tuple(ponder.shape) == (2, 6) and len(cost) == int(act)
+    wide_logits, wide_ponder, wide_steps = reader(
+        wider, return_ponder=True, return_steps=True)
+    assert_allclose(wide_logits, logits, atol=1e-5)
+    assert_allclose(as_numpy(wide_ponder)[:, :4], as_numpy(ponder)[:, :4],
+                    atol=1e-5)  # the question and the 3 sentences
+    assert_allclose(as_numpy(wide_steps)[:, :4], as_numpy(steps)[:, :4],
+                    atol=1e-5)
+    for wide, narrow in zip(reader.losses, cost, strict=True):
+        assert_allclose(wide, narrow, atol=1e-6)
     # The question (position 0) and the real sentences, not the padding.
     changed = {"story": inputs["story"].copy(),
                "question": inputs["question"]}
