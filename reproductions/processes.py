@@ -76,7 +76,9 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None,
     whenever one of them writes it again (e.g. after every epoch).
     Stopped itself (an exception, Ctrl-C, or SIGTERM), it stops its jobs
     first: no job outlives it to write a checkpoint that a later
-    `--resume` also writes."""
+    `--resume` also writes; then `on_rows` gets the rows of the stopped
+    jobs too, as each last wrote them (its run in progress), as a job
+    ended by its own `--minutes` gives them."""
     import signal
 
     folder = pathlib.Path(tempfile.mkdtemp(prefix="pinned_runs_"))
@@ -146,7 +148,8 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None,
     finally:
         if before is not unset:
             signal.signal(signal.SIGTERM, before)
-        for process, _, name, log in running.values():
+        kept = False  # a stopped job's rows, as it last wrote them
+        for process, number, name, log in running.values():
             process.terminate()
             try:
                 process.wait(30)
@@ -155,6 +158,14 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None,
                 process.wait()
             log.close()
             print(f"stopped {name}", flush=True)
+            try:
+                rows[number] = json.loads(
+                    (folder / f"{name}.json").read_text())["rows"]
+                kept = True
+            except (OSError, ValueError, KeyError):
+                pass  # stopped before it wrote a whole file
+        if kept and on_rows is not None:
+            on_rows([row for number in sorted(rows) for row in rows[number]])
     return [rows[number] for number in sorted(rows)]
 
 

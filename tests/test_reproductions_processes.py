@@ -63,10 +63,14 @@ def test_no_job_begins_after_the_deadline(tmp_path, capsys):
     assert time.time() - started < 30
 
 
-# A job that says it began (its process id in --pids), then runs on.
+# A job that writes its run in progress, says it began (its process id
+# in --pids), then runs on.
 LONG_JOB = """
-import os, pathlib, sys, time
+import json, os, pathlib, sys, time
 arguments = dict(zip(sys.argv[1::2], sys.argv[2::2]))
+name = arguments["--results-name"]
+(pathlib.Path(arguments["--results-dir"]) / (name + ".json")).write_text(
+    json.dumps({"rows": [{"job": name, "finished": False}]}))
 (pathlib.Path(arguments["--pids"]) / str(os.getpid())).write_text("")
 time.sleep(120)
 """
@@ -74,7 +78,9 @@ time.sleep(120)
 
 def test_stopped_it_stops_its_jobs(tmp_path):
     """SIGTERM to the process running the jobs ends the jobs too: none
-    goes on writing (a checkpoint) behind a later --resume."""
+    goes on writing (a checkpoint) behind a later --resume; their runs in
+    progress, as they last wrote them, go to `on_rows`."""
+    import json
     import os
     import signal
     import subprocess
@@ -88,8 +94,10 @@ def test_stopped_it_stops_its_jobs(tmp_path):
     parent = subprocess.Popen([sys.executable, "-c", (
         "import sys; sys.path.insert(0, sys.argv[1]); "
         "from reproductions import processes; "
+        "import json; "
         "processes.run_pinned(sys.argv[2], [(n, ['--pids', sys.argv[3]]) "
-        "for n in 'ab'], 2, sys.argv[4])"), str(BENCHMARKS.parent),
+        "for n in 'ab'], 2, sys.argv[4], on_rows=lambda rows: print("
+        "'rows', json.dumps(rows), flush=True))"), str(BENCHMARKS.parent),
         str(tmp_path / "job.py"), str(pids), str(tmp_path / "logs")],
         stdout=subprocess.PIPE, text=True)
     cores = min(2, len(os.sched_getaffinity(0)))  # jobs at a time
@@ -102,6 +110,9 @@ def test_stopped_it_stops_its_jobs(tmp_path):
     out, _ = parent.communicate(timeout=60)
     assert parent.returncode == 128 + signal.SIGTERM
     assert out.count("stopped ") == cores
+    (line,) = [line for line in out.splitlines() if line.startswith("rows")]
+    assert json.loads(line[len("rows "):]) == [
+        {"job": name, "finished": False} for name in "ab"[:cores]]
     for pid in jobs:  # gone (reaped by the parent), not running on
         try:
             os.kill(pid, 0)
