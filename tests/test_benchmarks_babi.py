@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from keras_attention.data import babi
@@ -336,6 +337,42 @@ def test_runs_apart_on_cores_of_their_own(tmp_path, uninterrupted):
         assert row["test_accuracy"] == reference["test_accuracy"]
         assert [(p["first_epoch"], p["last_epoch"])
                 for p in row["pieces"]] == [(1, 1), (2, 3)]
+
+
+def test_scoring_by_length_gives_the_answers_of_whole_stories():
+    """`--batching length` scores validation, test and ponder times in
+    batches sorted by story length and cut to their longest story: the
+    answers, the ponder times of every real position, and the loss and
+    accuracy `model.evaluate` gives on the stories at every slot."""
+    import keras
+
+    from keras_attention.models import UniversalTransformerReader
+
+    module = _module()
+    rng = np.random.default_rng(4)
+    story = np.zeros((50, 12, 5), "int32")
+    for row, length in enumerate(rng.integers(1, 13, 50)):
+        story[row, :length, :3] = rng.integers(1, 30, (length, 3))
+    inputs = {"story": story, "question": rng.integers(1, 30, (50, 5))}
+    answers = rng.integers(0, 30, 50)
+    model = UniversalTransformerReader(
+        vocabulary_size=30, sentence_size=5, hidden_dim=16, num_heads=2,
+        intermediate_dim=32, max_steps=3, act=True,
+        act_style="tensor2tensor")
+    model.compile(loss=keras.losses.SparseCategoricalCrossentropy(
+        from_logits=True), metrics=["accuracy"])
+    whole = module.predict(model, inputs, 16, ponder=True)
+    cut = module.predict(model, inputs, 16, ponder=True, by_length=True)
+    np.testing.assert_array_equal(cut[0], whole[0])
+    real = np.concatenate([np.ones((50, 1), bool), np.any(story, -1)], 1)
+    for ours, theirs in zip(cut[1:], whole[1:]):
+        np.testing.assert_allclose(ours[real], theirs[real], atol=1e-5)
+    loss, accuracy = model.evaluate(inputs, answers, batch_size=16,
+                                    verbose=0)
+    ours = module.evaluate(model, inputs, answers, 16, by_length=True)
+    assert ours == pytest.approx((loss, accuracy), abs=1e-5)
+    assert module.evaluate(model, inputs, answers, 16) == pytest.approx(
+        (loss, accuracy), abs=1e-5)
 
 
 def test_in_progress_lists_every_run_not_finished():

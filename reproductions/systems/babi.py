@@ -194,30 +194,61 @@ def paper_learning_rate(args, epoch):
                             every=args.decay_every)
 
 
-def predict(model, inputs, batch_size, ponder=False):
+def scoring_batches(inputs, batch_size, by_length=False):
+    """The batches a set is scored in, `[(indices, slots)]`: in its order
+    at every slot, or `by_length` sorted by story length, each cut to its
+    longest story (`babi.batches_by_length` over one pool: the same
+    answers, the UT ignoring empty slots)."""
+    story = inputs["story"]  # (N, M, J)
+    count, slots = story.shape[:2]
+    if by_length:
+        return babi.batches_by_length(
+            story, np.arange(count), batch_size, np.random.default_rng(0),
+            pool=max(1, -(-count // batch_size)))
+    return [(np.arange(start, min(start + batch_size, count)), slots)
+            for start in range(0, count, batch_size)]
+
+
+def predict(model, inputs, batch_size, ponder=False, by_length=False):
     """Answer ids `(N,)`, and with `ponder` the ponder times `N + R` and
-    the steps taken `N`, each `(N, 1+M)`."""
+    the steps taken `N`, each `(N, 1+M)` (0 in the slots a batch cut by
+    length left out, which hold no sentence)."""
     import keras
 
-    answers, times, taken = [], [], []
-    count = len(inputs["question"])
-    for start in range(0, count, batch_size):
-        batch = {key: value[start:start + batch_size]
-                 for key, value in inputs.items()}
+    count, slots = inputs["story"].shape[:2]
+    answers = np.zeros(count, "int64")
+    times = np.zeros((count, 1 + slots), "float32")
+    taken = np.zeros((count, 1 + slots), "float32")
+    for indices, kept in scoring_batches(inputs, batch_size, by_length):
+        batch = {"story": inputs["story"][indices, :kept],
+                 "question": inputs["question"][indices]}
         if ponder:
             logits, pondered, steps = model(batch, return_ponder=True,
                                             return_steps=True)
-            times.append(keras.ops.convert_to_numpy(
-                keras.ops.cast(pondered, "float32")))
-            taken.append(keras.ops.convert_to_numpy(
-                keras.ops.cast(steps, "float32")))
+            times[indices, :1 + kept] = keras.ops.convert_to_numpy(
+                keras.ops.cast(pondered, "float32"))
+            taken[indices, :1 + kept] = keras.ops.convert_to_numpy(
+                keras.ops.cast(steps, "float32"))
         else:
             logits = model(batch)
-        answers.append(np.argmax(keras.ops.convert_to_numpy(logits), -1))
-    answers = np.concatenate(answers)
+        answers[indices] = np.argmax(keras.ops.convert_to_numpy(logits), -1)
     if ponder:
-        return answers, np.concatenate(times), np.concatenate(taken)
+        return answers, times, taken
     return answers
+
+
+def evaluate(model, inputs, answers, batch_size, by_length=False):
+    """`model.evaluate`'s loss and accuracy (the compiled loss and the
+    ponder cost; the batches' means weighted by their sizes), in
+    `scoring_batches`."""
+    loss = accuracy = 0.0
+    for indices, kept in scoring_batches(inputs, batch_size, by_length):
+        batch_loss, batch_accuracy = model.test_on_batch(
+            {"story": inputs["story"][indices, :kept],
+             "question": inputs["question"][indices]}, answers[indices])
+        loss += float(batch_loss) * len(indices)
+        accuracy += float(batch_accuracy) * len(indices)
+    return loss / len(answers), accuracy / len(answers)
 
 
 def train(args, model, data, seconds_left, seed=0, checkpoint=None,
@@ -282,8 +313,12 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
         return {"seen": count, "steps": -(-count // args.batch_size)}
 
     def validate(model):
-        loss, accuracy = model.evaluate(valid_inputs, valid_answers,
-                                        batch_size=256, verbose=0)
+        if args.batching == "length":
+            loss, accuracy = evaluate(model, valid_inputs, valid_answers,
+                                      256, by_length=True)
+        else:
+            loss, accuracy = model.evaluate(valid_inputs, valid_answers,
+                                            batch_size=256, verbose=0)
         score = round(float(accuracy), 4), -float(loss)
         return {"score": score, **figures(model)} if figures else score
 
@@ -392,6 +427,7 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
             for inputs, answers in data)
     model = build_model(args, len(vocabulary), sentence_size, seed, slots)
     act = args.model == "universal_transformer" and not args.no_act
+    by_length = args.batching == "length"  # scored in such batches too
     tests = {task: vectorize(loaded[task].test, vocabulary, args,
                              sentence_size, slots) for task in tasks}
 
@@ -403,11 +439,13 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
         train_inputs, train_answers = data[0]
         if train_answers.ndim == 2:  # one-hot
             train_answers = np.argmax(train_answers, -1)
-        predicted = predict(model, train_inputs, 256, ponder=act)
+        predicted = predict(model, train_inputs, 256, ponder=act,
+                            by_length=by_length)
         figures = {"train_error": 100.0 * (1.0 - float(np.mean(
             (predicted[0] if act else predicted) == train_answers)))}
         for task, (inputs, answers) in tests.items():
-            result = predict(model, inputs, 256, ponder=act)
+            result = predict(model, inputs, 256, ponder=act,
+                             by_length=by_length)
             accuracy = float(np.mean((result[0] if act else result)
                                      == answers))
             figures[str(task)] = {"test_accuracy": accuracy,
@@ -421,7 +459,8 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
     def validation_steps(model):
         """The steps taken (N) by role, over the validation stories: the
         halting as it trains (the test split's are the row's figures)."""
-        _, pondered, steps = predict(model, data[1][0], 256, ponder=True)
+        _, pondered, steps = predict(model, data[1][0], 256, ponder=True,
+                                     by_length=by_length)
         found = ponder_by_role(valid_samples, pondered, steps,
                                args.memory_size)
         steps = {role: round(found[f"steps_{role}"], 3) for role in ROLES
