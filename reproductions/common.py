@@ -2,8 +2,10 @@
 (the split, the backend, `--seeds` and `--variants`, the results file),
 a run's checkpoint and resume over pieces (`--minutes`, `--resume`,
 `--checkpoint-dir`: the package's loop, `keras_attention.training`,
-saves and continues it), the papers' rows as data, and the mean and
-sample spread of a figure over seeds.
+saves and continues it), the papers' rows as data, the mean and
+sample spread of a figure over seeds, and two verdicts between two
+models' runs: `local_against_full` (ahead only beyond the larger
+spread) and `block_verdict` (a one-sided Mann-Whitney U test).
 
 The runs themselves, one after another or in processes pinned to cores,
 are `reproductions.processes`; a results file is written by
@@ -247,3 +249,40 @@ def late_gain(curve, window, lower_is_better=False):
     if lower_is_better:
         return round(min(curve[:-window]) - min(curve[-window:]), 2)
     return round(max(curve[-window:]) - max(curve[:-window]), 2)
+
+
+def local_against_full(found, metric="test_nll", digits=2):
+    """Local against full attention from a summary's `found` (per
+    variant, `METRIC_mean`, `METRIC_std` and `seeds`): the mean of full
+    less local's (`difference`, > 0: local lower), the larger of the two
+    spreads over seeds, and the outcome: "local lower" or "full lower"
+    where the difference exceeds that spread, else "tie"; None without
+    both variants on two seeds or more. Rounded to `digits` decimals."""
+    if not {"local_2d", "full"} <= set(found) or min(
+            found[v]["seeds"] for v in ("local_2d", "full")) < 2:
+        return None
+    local, full = found["local_2d"], found["full"]
+    difference = full[f"{metric}_mean"] - local[f"{metric}_mean"]
+    spread = max(local[f"{metric}_std"], full[f"{metric}_std"])
+    outcome = ("tie" if abs(difference) <= spread else
+               "local lower" if difference > 0 else "full lower")
+    return {"difference": round(difference, digits),
+            "spread": round(spread, digits), "outcome": outcome}
+
+
+def block_verdict(plain, attention, level=0.1):
+    """Whether a block helps: the runs with it (`attention`) rank below
+    the runs without (`plain`) at one-sided p < `level` (Mann-Whitney U,
+    exact for small samples) and their median is lower. `gain` is the
+    drop in the mean, `spread` the larger sample standard deviation."""
+    from reproductions import claims
+
+    test = claims.mann_whitney(attention, plain)
+    spread = max(claims.spread(values) for values in (plain, attention))
+    return {
+        "gain": statistics.fmean(plain) - statistics.fmean(attention),
+        "spread": spread, "median_gain": test["median_gain"],
+        "mann_whitney_u": test["u"], "p_value": test["p_value"],
+        "level": level, "block_helps": bool(
+            test["p_value"] < level and test["median_gain"] > 0),
+    }

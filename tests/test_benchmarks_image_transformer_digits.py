@@ -11,6 +11,7 @@ import sys
 
 import pytest
 
+from reproductions import common
 from tests.test_benchmarks_summary import BENCHMARKS
 from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
@@ -151,7 +152,8 @@ def test_the_page_states_the_results_files_figures(monkeypatch):
         if variant != "independent":
             figure += f" ± {line['test_bits_per_dim_std']:.3f}"
         assert figure in page, (variant, figure)
-    judged = module.comparison(found, "test_bits_per_dim", digits=3)
+    judged = common.local_against_full(found, "test_bits_per_dim",
+                                     digits=3)
     assert judged == record["comparison"]
     assert {"tie": "**A tie", "local lower": "**Local attention lower",
             "full lower": "**Full attention lower"}[judged["outcome"]] in page

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from keras_attention.data import mnist
+from reproductions import common
 from tests.test_benchmarks_summary import BENCHMARKS
 from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
@@ -185,9 +186,10 @@ def _row(variant, seed, test_nll, curve):
 
 
 def test_local_and_full_are_told_apart_only_beyond_the_spread(monkeypatch):
-    """`comparison`: full's mean test NLL less local's, against the larger
-    spread over seeds; a tie within it, a side only beyond it; and the
-    late gain: how much the last epochs lowered validation NLL."""
+    """`common.local_against_full`: full's mean test NLL less local's,
+    against the larger spread over seeds; a tie within it, a side only
+    beyond it; and the late gain: how much the last epochs lowered
+    validation NLL."""
     script = load_script("image_transformer_mnist", monkeypatch)
     script.LABELS.update(local_2d="local", full="full")
     curve = [130.0, 110.0, 104.0, 103.0, 102.5, 102.6, 102.4, 102.45]
@@ -199,15 +201,15 @@ def test_local_and_full_are_told_apart_only_beyond_the_spread(monkeypatch):
         return ([_row("local_2d", s, v, curve) for s, v in enumerate(local)]
                 + [_row("full", s, v, curve) for s, v in enumerate(full)])
 
-    tie = script.comparison(script.summary(rows([100, 102, 104],
+    tie = common.local_against_full(script.summary(rows([100, 102, 104],
                                                 [101, 105, 103])))
     assert tie == {"difference": 1.0, "spread": 2.0, "outcome": "tie"}
-    apart = script.comparison(script.summary(rows([100, 101, 102],
+    apart = common.local_against_full(script.summary(rows([100, 101, 102],
                                                   [105, 106, 107])))
     assert apart["outcome"] == "local lower" and apart["difference"] == 5.0
-    assert script.comparison(script.summary(
+    assert common.local_against_full(script.summary(
         rows([110, 111, 112], [100, 101, 102])))["outcome"] == "full lower"
-    assert script.comparison(script.summary(rows([100], [101]))) is None
+    assert common.local_against_full(script.summary(rows([100], [101]))) is None
     found = script.summary(rows([100, 101, 102], [105, 106, 107]))
     assert found["full"]["late_gain_max"] == pytest.approx(1.6)
     assert found["full"]["best_epochs"] == [7, 7, 7]
@@ -238,7 +240,7 @@ def test_local_and_full_are_told_apart_only_beyond_the_spread(monkeypatch):
 def test_the_page_states_the_results_files_figures(monkeypatch):
     """docs/models/image-transformer.md states the committed runs'
     figures: each finished variant's mean and spread, seed by seed, the
-    verdict of `comparison` (a tie, or a side beyond the spread), how far
+    verdict of `common.local_against_full` (a tie, or a side beyond the spread), how far
     from stopping the runs were, and the epochs of the unfinished ones."""
     import json
 
@@ -268,7 +270,7 @@ def test_the_page_states_the_results_files_figures(monkeypatch):
             seeds = ", ".join(f"{row['test_nll']:.2f}" for row in
                               record["rows"] if row["variant"] == variant)
             assert seeds in page, (name, seeds)
-        outcome = script.comparison(found)
+        outcome = common.local_against_full(found)
         if outcome is not None:
             assert verdicts[outcome["outcome"]] in page, name
     record = load("image_transformer_mnist")

@@ -163,7 +163,7 @@ def test_parallel_jobs_keep_every_option_but_their_own():
 def test_the_page_states_the_results_files_figures(monkeypatch):
     """docs/models/sagan.md states the committed runs' figures, under the
     results marker: each variant's median, mean and spread as `summary`
-    computes them, the verdict of `block_verdict` (U, p, the gains against
+    computes them, the verdict of `common.block_verdict` (U, p, the gains against
     the spread), the Reproductions page's word, the best and worst runs,
     the runs whose earlier generator was chosen, the blocks' γ at the end,
     where the generator's block looks, and the distances with no GAN; and

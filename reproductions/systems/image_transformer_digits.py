@@ -8,7 +8,7 @@ tokens, 2 layers, d=64, 30 epochs, Adam 2e-3) and keeps the figures it
 writes (`--results`): no second copy of the model or its training.
 The rows are one per model and seed; the summary the mean and spread
 (sample standard deviation) of each; `comparison` judges local against
-full as the 28x28 benchmark does (`image_transformer_mnist.comparison`:
+full as the 28x28 benchmark does (`common.local_against_full`:
 a side is ahead only beyond the larger spread, else the two tie). No
 paper row: the Image Transformer paper reports no figure on these
 digits.
@@ -30,7 +30,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
-from image_transformer_mnist import comparison  # noqa: E402  (systems/, the script's folder)
 
 from reproductions import common  # noqa: E402
 from reproductions import processes  # noqa: E402
@@ -86,8 +85,8 @@ def summary(rows):
 def derived(rows):
     """The results file's figures beyond the summary, from its rows (for
     `python -m reproductions render`)."""
-    return {"comparison": comparison(summary(rows), "test_bits_per_dim",
-                                     digits=3)}
+    return {"comparison": common.local_against_full(
+        summary(rows), "test_bits_per_dim", digits=3)}
 
 
 def parser():

@@ -339,25 +339,6 @@ def late_gain(curve, window=LATE_EPOCHS):
     return common.late_gain(curve, window, lower_is_better=True)
 
 
-def comparison(found, metric="test_nll", digits=2):
-    """Local against full attention from a summary's `found` (per
-    variant, `METRIC_mean`, `METRIC_std` and `seeds`): the mean of full
-    less local's (`difference`, > 0: local lower), the larger of the two
-    spreads over seeds, and the outcome: "local lower" or "full lower"
-    where the difference exceeds that spread, else "tie"; None without
-    both variants on two seeds or more. Rounded to `digits` decimals."""
-    if not {"local_2d", "full"} <= set(found) or min(
-            found[v]["seeds"] for v in ("local_2d", "full")) < 2:
-        return None
-    local, full = found["local_2d"], found["full"]
-    difference = full[f"{metric}_mean"] - local[f"{metric}_mean"]
-    spread = max(local[f"{metric}_std"], full[f"{metric}_std"])
-    outcome = ("tie" if abs(difference) <= spread else
-               "local lower" if difference > 0 else "full lower")
-    return {"difference": round(difference, digits),
-            "spread": round(spread, digits), "outcome": outcome}
-
-
 def summary(rows):
     """Per variant: mean and spread (sample standard deviation) of the
     test NLL over seeds, the mean time per epoch, and (runs of more than
@@ -389,7 +370,7 @@ def summary(rows):
 def derived(rows):
     """The results file's figures beyond the summary, from its rows (for
     `python -m reproductions render`)."""
-    return {"comparison": comparison(summary(rows))}
+    return {"comparison": common.local_against_full(summary(rows))}
 
 
 def settings(args):
@@ -449,7 +430,7 @@ def main(argv=None):
               + (f"; the last {LATE_EPOCHS} epochs lowered validation NLL "
                  f"by at most {figures['late_gain_max']:.2f}"
                  if "late_gain_max" in figures else ""))
-    found = comparison(summary(all_rows))
+    found = common.local_against_full(summary(all_rows))
     if found:
         print(f"local against full: full's mean less local's "
               f"{found['difference']:+.2f} nats, spread {found['spread']:.2f}"
@@ -460,7 +441,7 @@ def main(argv=None):
         name, all_rows, directory=args.results_dir,
         commands=commands + [harness.command_line()],
         summary=summary(all_rows),
-        comparison=comparison(summary(all_rows)),
+        comparison=common.local_against_full(summary(all_rows)),
         paper={"source": "van den Oord et al. 2016, Pixel Recurrent Neural "
                          "Networks, Table 4 (binarized MNIST, test NLL, "
                          "nats)",

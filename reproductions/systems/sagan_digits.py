@@ -12,8 +12,8 @@ rows are one per variant and seed, with the generator's and
 discriminator's gamma; the summary
 the mean, median and spread (sample standard deviation) per variant,
 and the 28x28 benchmark's verdict on the block
-(`sagan_mnist.block_verdict`: a one-sided Mann-Whitney U test). No
-paper row: Zhang et al. report no figure on these digits (their Table 1
+(`reproductions.common.block_verdict`: a one-sided Mann-Whitney U
+test). No paper row: Zhang et al. report no figure on these digits (their Table 1
 is beside `sagan_mnist.py`'s).
 
 Run: `python -m reproductions run sagan_digits` (its setting), or
@@ -33,7 +33,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "benchmarks"), str(ROOT)]
 
 import harness  # noqa: E402
-from sagan_mnist import block_verdict  # noqa: E402  (systems/, the script's folder)
 
 from reproductions import common  # noqa: E402
 from reproductions import processes  # noqa: E402
@@ -82,7 +81,7 @@ def summary(rows):
             "seconds_mean": statistics.fmean(
                 row["seconds"] for row in rows if row["variant"] == variant)}
     if len(out) == 2:
-        out["verdict"] = block_verdict(
+        out["verdict"] = common.block_verdict(
             *([row["frechet_distance"] for row in rows
                if row["variant"] == variant]
               for variant in ("plain", "attention")))

@@ -470,27 +470,9 @@ def summary(rows):
             "median": statistics.median(values),
         } for variant, values in distances.items()}
     if {"plain", "attention"} <= set(out):
-        out["verdict"] = block_verdict(distances["plain"],
-                                       distances["attention"])
+        out["verdict"] = common.block_verdict(distances["plain"],
+                                              distances["attention"])
     return out
-
-
-def block_verdict(plain, attention, level=0.1):
-    """The block helps when the runs with it rank below the runs without
-    at one-sided p < `level` (Mann-Whitney U, exact for small samples)
-    and their median is lower. `gain` is the drop in the mean, `spread`
-    the larger sample standard deviation."""
-    from reproductions import claims
-
-    test = claims.mann_whitney(attention, plain)
-    spread = max(claims.spread(values) for values in (plain, attention))
-    return {
-        "gain": statistics.fmean(plain) - statistics.fmean(attention),
-        "spread": spread, "median_gain": test["median_gain"],
-        "mann_whitney_u": test["u"], "p_value": test["p_value"],
-        "level": level, "block_helps": bool(
-            test["p_value"] < level and test["median_gain"] > 0),
-    }
 
 
 def main(argv=None):
