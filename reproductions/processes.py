@@ -76,9 +76,11 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None,
     whenever one of them writes it again (e.g. after every epoch).
     Stopped itself (an exception, Ctrl-C, or SIGTERM), it stops its jobs
     first: no job outlives it to write a checkpoint that a later
-    `--resume` also writes; then `on_rows` gets the rows of the stopped
-    jobs too, as each last wrote them (its run in progress), as a job
-    ended by its own `--minutes` gives them."""
+    `--resume` also writes; then, where a stopped job's last file holds
+    rows (its runs in progress), `on_rows` gets them too, as a job ended
+    by its own `--minutes` gives them (a job that keeps its run in
+    progress elsewhere in its file, as `babi.py`'s `in_progress`, leaves
+    the last `on_progress` as it was)."""
     import signal
 
     folder = pathlib.Path(tempfile.mkdtemp(prefix="pinned_runs_"))
@@ -159,11 +161,12 @@ def run_pinned(script, jobs, parallel, logs, deadline=None, on_rows=None,
             log.close()
             print(f"stopped {name}", flush=True)
             try:
-                rows[number] = json.loads(
+                found = json.loads(
                     (folder / f"{name}.json").read_text())["rows"]
-                kept = True
             except (OSError, ValueError, KeyError):
-                pass  # stopped before it wrote a whole file
+                continue  # stopped before it wrote a whole file
+            if found:  # a job that lists its runs in progress as rows
+                rows[number], kept = found, True
         if kept and on_rows is not None:
             on_rows([row for number in sorted(rows) for row in rows[number]])
     return [rows[number] for number in sorted(rows)]

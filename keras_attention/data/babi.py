@@ -295,8 +295,8 @@ def batches_by_length(story, order, batch_size, rng, pool=50, multiple=1):
     Args:
         story: `(N, M, J)` word ids, empty slots last (`vectorize_babi`).
         order: the `N` question indices in the order drawn this epoch.
-        batch_size: the questions a batch (the pools' last batch may have
-            fewer).
+        batch_size: the questions a batch (the last pool's last batch may
+            have fewer).
         rng: a `numpy.random.Generator`, shuffling the batches.
         pool: how many batches' questions are sorted together.
         multiple: each batch keeps its longest story's slots rounded up
@@ -340,7 +340,7 @@ def batches_by_length(story, order, batch_size, rng, pool=50, multiple=1):
             longest = max(int(lengths[indices].max()), 1)
             batches.append((indices, min(slots, -(-longest // multiple)
                                          * multiple)))
-    return [batches[i] for i in rng.permutation(len(batches))]
+    return [batches[index] for index in rng.permutation(len(batches))]
 
 
 class BabiTask(NamedTuple):

@@ -238,9 +238,12 @@ def predict(model, inputs, batch_size, ponder=False, by_length=False):
 
 
 def evaluate(model, inputs, answers, batch_size, by_length=False):
-    """`model.evaluate`'s loss and accuracy (the compiled loss and the
-    ponder cost; the batches' means weighted by their sizes), in
-    `scoring_batches`."""
+    """The loss and accuracy `model.evaluate` gives, in
+    `scoring_batches`: each batch's mean (the compiled loss and the
+    ponder cost, averaged over the batch's real positions), weighted by
+    the batch's size. The accuracy does not depend on the batches; the
+    ponder cost's part of the loss does, a little, as it does for
+    `model.evaluate` at another batch size."""
     loss = accuracy = 0.0
     for indices, kept in scoring_batches(inputs, batch_size, by_length):
         batch_loss, batch_accuracy = model.test_on_batch(
