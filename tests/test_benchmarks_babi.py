@@ -447,6 +447,64 @@ def test_the_readmes_babi_figures_are_the_results_files():
             assert f"**{row['test_error']:.1f}% test error**" not in text
 
 
+def test_the_ut_page_states_the_finished_halting_seeds():
+    """The UT page's figures of the halting runs finished so far are
+    their rows': epochs, test error, steps taken by role; and where a
+    seed is still training, that the file is off the scoreboard."""
+    import json
+
+    record = json.loads((BENCHMARKS / "results" / (
+        "babi_universal_transformer_10k_task2_halting.json")).read_text())
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" /
+                     "universal-transformer.md").read_text().split())
+    finished = [row for row in record["rows"] if row.get("finished")]
+    assert finished
+    for row in finished:
+        assert row["stopped_by"].startswith("patience: 60 epochs")
+        assert (f"seed {row['seed']} at epoch {row['epochs']} (its weights "
+                f"of epoch {row['best_epoch']}), test error "
+                f"{row['test_error']:.1f}%, steps taken by the question, the "
+                f"supporting facts and the other sentences "
+                f"{row['steps_question']:.2f}, {row['steps_supporting']:.2f} "
+                f"and {row['steps_other']:.2f} ({row['steps_all']:.2f} over "
+                f"every position)") in page
+    overall = " and ".join(f"{row['steps_all']:.1f}" for row in finished)
+    assert f"({overall} steps over every position" in page
+    assert all(row["steps_supporting"] < row["steps_other"]
+               for row in finished)  # "fewer steps ... on both"
+    errors = " and ".join(f"{row['test_error']:.1f}" for row in sorted(
+        finished, key=lambda row: row["test_error"]))
+    assert f"the test errors are {errors}%" in page
+    if not record["complete"]:
+        (training,) = record["in_progress"]
+        assert f"Seed {training['seed']} is still training" in page
+        assert round(100 * training["best"]["score"][0]) == 98
+        assert "near 98%), so the file is off the scoreboard" in page
+
+
+def test_the_ut_page_states_the_joint_runs_time_by_length():
+    """The joint setting's first piece by length, as its results file
+    records it: epochs, minutes, seconds an epoch, validation accuracy
+    after epochs 3 to 6."""
+    import json
+
+    record = json.loads((BENCHMARKS / "results" / (
+        "babi_universal_transformer_1k_joint_3seeds.json")).read_text())
+    assert record["setting"]["data"]["batching"] == "length"
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" /
+                     "universal-transformer.md").read_text().split())
+    row = next(row for row in record["rows"] if row["seed"] == 0)
+    piece = row["pieces"][0]
+    epochs = piece["last_epoch"] - piece["first_epoch"] + 1
+    assert (f"seed 0's first {epochs} epochs took {piece['minutes']:.1f} "
+            f"minutes") in page
+    assert f"{60 * piece['minutes'] / epochs:.0f} s an epoch" in page
+    after = ", ".join(f"{100 * value:.1f}" for value in
+                      row["valid_curve"][2:5])
+    assert (f"of {after} and {100 * row['valid_curve'][5]:.1f}% by length"
+            in page)
+
+
 def test_a_checkpoint_from_before_the_loop_is_upgraded(tmp_path):
     """The UT runs in progress (benchmarks/checkpoints/) were saved by the
     script's own loop: their state is rewritten in the package loop's
