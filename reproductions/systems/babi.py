@@ -209,6 +209,13 @@ def scoring_batches(inputs, batch_size, by_length=False):
             for start in range(0, count, batch_size)]
 
 
+def cut(inputs, indices, slots):
+    """The questions `indices` of `inputs`, their stories cut to `slots`:
+    `{"story": (b, slots, J), "question": (b, J)}`."""
+    return {"story": inputs["story"][indices, :slots],
+            "question": inputs["question"][indices]}
+
+
 def predict(model, inputs, batch_size, ponder=False, by_length=False):
     """Answer ids `(N,)`, and with `ponder` the ponder times `N + R` and
     the steps taken `N`, each `(N, 1+M)` (0 in the slots a batch cut by
@@ -220,8 +227,7 @@ def predict(model, inputs, batch_size, ponder=False, by_length=False):
     times = np.zeros((count, 1 + slots), "float32")
     taken = np.zeros((count, 1 + slots), "float32")
     for indices, kept in scoring_batches(inputs, batch_size, by_length):
-        batch = {"story": inputs["story"][indices, :kept],
-                 "question": inputs["question"][indices]}
+        batch = cut(inputs, indices, kept)
         if ponder:
             logits, pondered, steps = model(batch, return_ponder=True,
                                             return_steps=True)
@@ -247,8 +253,7 @@ def evaluate(model, inputs, answers, batch_size, by_length=False):
     loss = accuracy = 0.0
     for indices, kept in scoring_batches(inputs, batch_size, by_length):
         batch_loss, batch_accuracy = model.test_on_batch(
-            {"story": inputs["story"][indices, :kept],
-             "question": inputs["question"][indices]}, answers[indices])
+            cut(inputs, indices, kept), answers[indices])
         loss += float(batch_loss) * len(indices)
         accuracy += float(batch_accuracy) * len(indices)
     return loss / len(answers), accuracy / len(answers)
@@ -304,11 +309,9 @@ def train(args, model, data, seconds_left, seed=0, checkpoint=None,
             batches = babi.batches_by_length(
                 inputs["story"], picked, args.batch_size, draws,
                 multiple=1 if keras.backend.backend() == "tensorflow" else 5)
-            for indices, slots in batches:  # (b, slots, J), (b, J)
-                model.train_on_batch(
-                    {"story": inputs["story"][indices, :slots],
-                     "question": inputs["question"][indices]},
-                    answers[indices])
+            for indices, slots in batches:
+                model.train_on_batch(cut(inputs, indices, slots),
+                                     answers[indices])
             return {"seen": count, "steps": len(batches)}
         model.fit({key: value[picked] for key, value in inputs.items()},
                   answers[picked], batch_size=args.batch_size, epochs=1,
