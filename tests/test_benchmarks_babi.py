@@ -19,13 +19,17 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 SYSTEMS = BENCHMARKS.parent / "reproductions" / "systems"
 
 
-def _module():
+def _load(name, folder):
     spec = importlib.util.spec_from_file_location(
-        "benchmarks_babi", SYSTEMS / "babi.py")
+        f"benchmarks_{name}", folder / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     sys.path.insert(0, str(BENCHMARKS))
     spec.loader.exec_module(module)
     return module
+
+
+def _module():
+    return _load("babi", SYSTEMS)
 
 
 def _release(root):
@@ -244,16 +248,75 @@ TINY = ["--tasks", "1", "--epochs", "3", "--hidden", "16", "--heads", "2",
 
 
 @pytest.fixture(scope="module")
-def uninterrupted(tmp_path_factory):
-    """The rows of TINY at seeds 0 and 1, one after the other in one
-    process, never stopped: what the runs stopped and resumed below must
-    equal."""
+def uninterrupted_run(tmp_path_factory):
+    """The folder of TINY's run at seeds 0 and 1, one after the other in
+    one process, never stopped (`babi/`, `results/`, `ck/`)."""
     folder = tmp_path_factory.mktemp("uninterrupted")
     root = _release(folder / "babi")
-    _, record = run_benchmark(
+    run_benchmark(
         "babi.py", folder / "results", "--data", str(root), *TINY,
         "--seeds", "2", "--checkpoint-dir", str(folder / "ck"), timeout=600)
-    return record["rows"]
+    return folder
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(uninterrupted_run):
+    """The rows of TINY's uninterrupted run: what the runs stopped and
+    resumed below must equal."""
+    import json
+
+    return json.loads((uninterrupted_run / "results" /
+                       "babi_universal_transformer.json").read_text())["rows"]
+
+
+def test_halting_kinds_reads_the_finished_runs(tmp_path, uninterrupted_run,
+                                               capsys):
+    """benchmarks/babi_halting_kinds.py on TINY's finished runs (task 1:
+    every sentence a move): each seed's weights found by their hash,
+    their validation accuracy the row's, every story sentence counted
+    once, its steps within the cap."""
+    import json
+
+    folder = uninterrupted_run
+    setting = {"system": "babi", "results": "babi_universal_transformer",
+               # TINY's options that build its model and read its data.
+               "data": {"tasks": [1], "memory_size": 10,
+                        "batching": "length"},
+               "model": {"hidden": 16, "heads": 2, "ff": 32, "steps": 2,
+                         "dropout": 0},
+               "run": {"backend": "tensorflow"}}
+    (tmp_path / "tiny.json").write_text(json.dumps(setting))
+    kinds = _load("babi_halting_kinds", BENCHMARKS)
+    record = json.loads((folder / "results" /
+                         "babi_universal_transformer.json").read_text())
+    checkpoints = [folder / "ck" / "babi_universal_transformer" /
+                   f"1k-task1-seed{seed}" for seed in (1, 0)]
+    kinds.main(["--checkpoints", ",".join(map(str, checkpoints)),
+                "--setting", str(tmp_path / "tiny.json"), "--data",
+                str(folder / "babi"), "--results", str(
+                    folder / "results" / "babi_universal_transformer.json"),
+                "--results-dir", str(tmp_path)])
+    found = json.loads((tmp_path / "babi_halting_kinds.json").read_text())
+    assert found["setting_results"] == "babi_universal_transformer"
+    valid = babi.load_task(folder / "babi", 1, "1k").valid
+    sentences = sum(min(len(sample.sentences), 10) for sample in valid)
+    for seed in (1, 0):
+        mine = [row for row in found["rows"] if row["seed"] == seed]
+        assert {row["kind"] for row in mine if row["sentences"]} == {"move"}
+        assert sum(row["sentences"] for row in mine) == sentences
+        assert all(1.0 <= row["steps"] <= 2.0 for row in mine
+                   if row["sentences"])
+    assert [item["seed"] for item in found["summary"]["matched"]] == [1, 0]
+    # Another run's weights are refused, by their hash.
+    record["rows"] = [row for row in record["rows"] if row["seed"] == 0]
+    (tmp_path / "one.json").write_text(json.dumps(record))
+    with pytest.raises(SystemExit):
+        kinds.main(["--checkpoints", str(checkpoints[0]), "--setting",
+                    str(tmp_path / "tiny.json"), "--data",
+                    str(folder / "babi"), "--results",
+                    str(tmp_path / "one.json")])
+    assert "are no finished run's of babi_universal_transformer" in \
+        capsys.readouterr().err
 
 
 def test_a_stopped_run_resumes_as_one_run(tmp_path, uninterrupted):

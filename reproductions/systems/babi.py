@@ -406,14 +406,9 @@ def ponder_by_role(samples, ponder, steps, memory_size):
     return found
 
 
-def run_group(args, tasks, loaded, seed, started, checkpoint=None,
-              on_epoch=None):
-    """Train one model on `tasks` (one task, or every task for --joint)
-    and return a row per task (`finished`: False where the run stopped at
-    its minutes before its epochs; `--resume` continues it from
-    `checkpoint`). `on_epoch(state)` after every evaluation."""
-    train_samples = [s for t in tasks for s in loaded[t].train]
-    valid_samples = [s for t in tasks for s in loaded[t].valid]
+def vocabulary_and_sentence_size(args, loaded, tasks):
+    """The run's vocabulary and sentence length (in words), over every
+    split of `tasks`, as its model was built with."""
     vocabulary = babi.BabiVocabulary.from_samples(
         *[getattr(loaded[t], split) for t in tasks
           for split in ("train", "valid", "test")])
@@ -422,6 +417,19 @@ def run_group(args, tasks, loaded, seed, started, checkpoint=None,
         for t in tasks for split in ("train", "valid", "test")
         for s in getattr(loaded[t], split)
         for text in s.sentences[-args.memory_size:] + (s.question,))
+    return vocabulary, sentence_size
+
+
+def run_group(args, tasks, loaded, seed, started, checkpoint=None,
+              on_epoch=None):
+    """Train one model on `tasks` (one task, or every task for --joint)
+    and return a row per task (`finished`: False where the run stopped at
+    its minutes before its epochs; `--resume` continues it from
+    `checkpoint`). `on_epoch(state)` after every evaluation."""
+    train_samples = [s for t in tasks for s in loaded[t].train]
+    valid_samples = [s for t in tasks for s in loaded[t].valid]
+    vocabulary, sentence_size = vocabulary_and_sentence_size(
+        args, loaded, tasks)
     slots = memory_slots(args, train_samples + valid_samples)
     data = (vectorize(train_samples, vocabulary, args, sentence_size, slots),
             vectorize(valid_samples, vocabulary, args, sentence_size, slots))
