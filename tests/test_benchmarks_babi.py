@@ -77,6 +77,24 @@ def test_ponder_by_role_gives_n_plus_r_and_the_steps_taken():
         "ponder_all": 3.225, "steps_all": 2.75})
 
 
+def test_a_file_is_complete_when_every_run_has_finished():
+    """Whatever order the pieces finished the runs in: a resumed piece
+    whose last run to finish is seed 1 of 0, 1 and 2 completes the file
+    (it once required the last run finished to be the command's last)."""
+    module = _module()
+    runs = [(0, [2]), (1, [2]), (2, [2])]
+
+    def row(seed, finished=True):
+        return {"seed": seed, "task": 2, "finished": finished}
+
+    assert module.complete([row(0), row(2), row(1)], runs)
+    assert not module.complete([row(0), row(2), row(1, False)], runs)
+    assert not module.complete([row(0), row(2)], runs)  # 1 not begun
+    joint = [(0, [1, 2])]
+    assert module.complete([{**row(0), "task": 1}, row(0)], joint)
+    assert not module.complete([row(0)], joint)
+
+
 def test_tiny_run_writes_rows_and_summary(tmp_path):
     root = _release(tmp_path / "babi")
     stdout, record = run_benchmark(
@@ -511,18 +529,21 @@ def test_the_readmes_babi_figures_are_the_results_files():
 
 
 def test_the_ut_page_states_the_finished_halting_seeds():
-    """The UT page's figures of the halting runs finished so far are
-    their rows': epochs, test error, steps taken by role; and where a
-    seed is still training, that the file is off the scoreboard."""
+    """The UT page's figures of the halting runs, all three finished by
+    their rule: epochs, test error, steps taken by role; the claims' mean
+    and sample spread; the supporting facts against the others."""
     import json
+    import statistics
 
     record = json.loads((BENCHMARKS / "results" / (
         "babi_universal_transformer_10k_task2_halting.json")).read_text())
     page = " ".join((BENCHMARKS.parent / "docs" / "models" /
                      "universal-transformer.md").read_text().split())
-    finished = [row for row in record["rows"] if row.get("finished")]
-    assert finished
-    for row in finished:
+    rows = record["rows"]
+    assert record["complete"] and record["in_progress"] == []
+    assert sorted(row["seed"] for row in rows) == [0, 1, 2]
+    for row in rows:
+        assert row["finished"]
         assert row["stopped_by"].startswith("patience: 60 epochs")
         assert (f"seed {row['seed']} at epoch {row['epochs']} (its weights "
                 f"of epoch {row['best_epoch']}), test error "
@@ -531,24 +552,25 @@ def test_the_ut_page_states_the_finished_halting_seeds():
                 f"{row['steps_question']:.2f}, {row['steps_supporting']:.2f} "
                 f"and {row['steps_other']:.2f} ({row['steps_all']:.2f} over "
                 f"every position)") in page
-    overall = " and ".join(f"{row['steps_all']:.1f}" for row in finished)
-    assert f"({overall} steps over every position" in page
-    assert all(row["steps_supporting"] < row["steps_other"]
-               for row in finished)  # "fewer steps ... on both"
-    errors = " and ".join(f"{row['test_error']:.1f}" for row in sorted(
-        finished, key=lambda row: row["test_error"]))
-    assert f"the test errors are {errors}%" in page
-    if not record["complete"]:
-        (training,) = record["in_progress"]
-        assert f"Seed {training['seed']} is still training" in page
-        # Its best validation accuracy: its row's where a piece ended by
-        # its minutes, else the in-progress entry's.
-        best = next((row["valid_accuracy"] for row in record["rows"]
-                     if row["seed"] == training["seed"]), None)
-        if best is None:
-            best = training["best"]["score"][0]
-        assert round(100 * best) == 98
-        assert "near 98%), so the file is off the scoreboard" in page
+
+    def spread(field, form):
+        values = [row[field] for row in rows]
+        return (f"{statistics.fmean(values):{form}} ± "
+                f"{statistics.stdev(values):{form}}")
+
+    assert f"every position, {spread('steps_all', '.2f')} over the seeds" \
+        in page
+    assert f"the mean test error, {spread('test_error', '.1f')}%" in page
+    # "fewer steps ... on two seeds and as many on the third"; seed 1
+    # stops every position after 2 steps.
+    gaps = sorted(row["steps_supporting"] - row["steps_other"]
+                  for row in rows)
+    assert gaps[0] < gaps[1] < -0.5 and abs(gaps[2]) < 0.005
+    (uniform,) = [row for row in rows if row["seed"] == 1]
+    assert all(round(uniform[f"steps_{role}"], 2) == 2.0 for role in (
+        "question", "supporting", "other", "all"))
+    assert ("seed 1's halting is hardly dynamic: nearly every position "
+            "stops after 2 steps (2.00 by every role)") in page
 
 
 def test_the_ut_page_states_the_joint_runs_time_by_length():

@@ -123,3 +123,55 @@ def test_argument_errors_are_one_line(module, capsys):
             module.main(argv)
         assert raised.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_the_ut_page_states_what_the_halting_follows():
+    """The UT page's sentences on the steps by kind, held to
+    `babi_halting_kinds.json`: drops stop after one step and moves take
+    the most on seeds 0 and 2, two steps everywhere on seed 1; the share
+    of drops among the supporting facts and the other sentences; the
+    roles within a tenth of a step at equal kinds."""
+    import json
+
+    record = json.loads((BENCHMARKS / "results" /
+                         "babi_halting_kinds.json").read_text())
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" /
+                     "universal-transformer.md").read_text().split())
+    assert "<!-- results babi_halting_kinds -->" in page
+    assert record["setting_results"] == (
+        "babi_universal_transformer_10k_task2_halting")
+    rows = {(row["seed"], row["role"], row["kind"]): row
+            for row in record["rows"]}
+    assert {seed for seed, _, _ in rows} == {0, 1, 2}
+    for seed in (0, 2):
+        for role in ("supporting", "other"):
+            assert rows[seed, role, "drop"]["steps"] == 1.0
+            assert (rows[seed, role, "move"]["steps"]
+                    > rows[seed, role, "take"]["steps"]
+                    > rows[seed, role, "drop"]["steps"])
+    seed_1 = [round(row["steps"], 2) for key, row in rows.items()
+              if key[0] == 1]
+    assert (min(seed_1), max(seed_1)) == (2.0, 2.01)
+    assert ("on seeds 0 and 2 every drop stops after one step and the "
+            "moves take the most") in page
+    assert ("(seed 1 stops nearly everything after two: 2.00 to 2.01 "
+            "steps by role and kind)") in page
+
+    def share(role):
+        counts = {kind: rows[0, role, kind]["sentences"]
+                  for kind in ("move", "take", "drop")}
+        return counts["drop"] / sum(counts.values())
+
+    # One supporting move and one supporting take or drop a question.
+    questions = rows[0, "supporting", "move"]["sentences"]
+    assert round(3 * rows[0, "supporting", "drop"]["sentences"]
+                 / questions) == 2  # two thirds
+    assert round(3 * share("supporting")) == 1  # a third
+    assert round(10 * share("other")) == 1  # a tenth
+    assert ("Two thirds of the questions ask for an object last dropped, "
+            "so a third of the supporting facts are drops against a tenth "
+            "of the other sentences") in page
+    assert all(abs(item["matched_difference"]) < 0.1
+               for item in record["summary"]["matched"])
+    assert "within a tenth of a step of the supporting facts on every seed" \
+        in page

@@ -929,6 +929,16 @@ def checkpoint_for(args, name, seed, tasks):
             / run_label(args, seed, tasks))
 
 
+def complete(rows, runs):
+    """Whether every run of the command (`runs`, `[(seed, tasks)]`) has
+    finished: a finished row for each of its tasks (whatever order the
+    pieces finished them in)."""
+    finished = {(row["seed"], row["task"]) for row in rows
+                if row.get("finished", True)}
+    return all((seed, task) in finished for seed, tasks in runs
+               for task in tasks)
+
+
 def run_label(args, seed, tasks):
     """A run's name within its command: size, tasks, seed."""
     label = "joint" if args.joint else "task" + "-".join(map(str, tasks))
@@ -1054,14 +1064,19 @@ def main(argv=None):
     done_before = {(r["seed"], r["task"]) for r in rows}
     todo = [(seed, tasks) for seed, tasks in runs
             if not all((seed, task) in done_before for task in tasks)]
+    if not todo:  # resumed after its last run finished: the file says so
+        print("every run of the command has finished", flush=True)
+        write(args, name, rows, command, commands=commands,
+              complete=complete(rows, runs),
+              in_progress=in_progress(args, name, rows, runs))
     if args.parallel > 1 and len(todo) > 1:
         rows = run_apart(args, sys.argv[1:] if argv is None else list(argv),
                          name, rows, todo, command, commands)
         todo = []
         write(args, name, rows, command, commands=commands,
-              complete=all(r.get("finished", True) for r in rows),
+              complete=complete(rows, runs),
               in_progress=in_progress(args, name, rows, runs))
-    for done, (seed, tasks) in enumerate(runs, start=1):
+    for seed, tasks in runs:
         if (seed, tasks) not in todo:
             continue
         checkpoint = None
@@ -1093,13 +1108,11 @@ def main(argv=None):
         if args.plot and seed == args.seed and args.plot_task in tasks:
             plot_ponder_story(model, loaded, args.plot_task, vocabulary,
                               sentence_size, args, args.plot)
-        # Written after every model, so a stopped sweep keeps its rows
-        # (`complete`: every model of the command ran all its epochs); a
+        # Written after every model, so a stopped sweep keeps its rows; a
         # run stopped at its minutes stays in progress (its checkpoint
         # kept) until a later piece finishes it.
-        finished = all(r.get("finished", True) for r in rows)
         write(args, name, rows, command, commands=commands,
-              complete=done == len(runs) and finished,
+              complete=complete(rows, runs),
               in_progress=in_progress(args, name, rows, runs))
     tested = [r for r in rows if r.get("test_error") is not None]
     for group in summary(tested):
