@@ -72,11 +72,15 @@ def read(tmp_path):
 
 def test_rows_summary_and_the_rule_with_no_weights(script, tmp_path):
     module, example = script
-    module.main(["--attention", "soft,hard", "--lambdas", "0",
-                 "--results-dir", str(tmp_path)])
-    (call,) = example.calls
-    assert call[call.index("--seeds") + 1] == "0,1,2"
-    assert call[call.index("--pictures") + 1] == "0"
+    module.main(["--models", "soft:0,hard:0", "--results-dir",
+                 str(tmp_path)])
+    # One run of the example per attention, with that attention's lambdas.
+    assert [(call[call.index("--attention") + 1],
+             call[call.index("--lambdas") + 1]) for call in example.calls
+            ] == [("soft", "0"), ("hard", "0")]
+    for call in example.calls:
+        assert call[call.index("--seeds") + 1] == "0,1,2"
+        assert call[call.index("--pictures") + 1] == "0"
     record = read(tmp_path)
     rows = record["rows"]
     assert rows[0] == {"variant": "most common caption", "caption": "1 2",
@@ -100,10 +104,9 @@ def test_rows_summary_and_the_rule_with_no_weights(script, tmp_path):
 
 def test_append_keeps_one_rule_row(script, tmp_path):
     module, _ = script
-    module.main(["--attention", "soft", "--lambdas", "0", "--results-dir",
+    module.main(["--models", "soft:0", "--results-dir", str(tmp_path)])
+    module.main(["--models", "hard:0", "--append", "--results-dir",
                  str(tmp_path)])
-    module.main(["--attention", "hard", "--lambdas", "0", "--append",
-                 "--results-dir", str(tmp_path)])
     record = read(tmp_path)
     assert [row["variant"] for row in record["rows"]].count(
         "most common caption") == 1
@@ -112,8 +115,8 @@ def test_append_keeps_one_rule_row(script, tmp_path):
 
 def test_renders_into_results_md(script, tmp_path, monkeypatch):
     module, _ = script
-    module.main(["--attention", "soft,hard", "--lambdas", "0",
-                 "--results-dir", str(tmp_path)])
+    module.main(["--models", "soft:0,hard:0", "--results-dir",
+                 str(tmp_path)])
     text = "\n".join(load_script("summary", monkeypatch).render(
         read(tmp_path)))
     assert ("| hard, lambda 0 | 3 | **69.7% ± 7.6%** | 90.0 ± 0.0 | "
@@ -126,7 +129,12 @@ def test_renders_into_results_md(script, tmp_path, monkeypatch):
 @pytest.mark.parametrize("arguments, message", [
     (["--seeds", ""], "--seeds: must be comma-separated ints >= 0, "
                       "received: ''"),
-    (["--attention", "both"], "--attention: invalid choice: 'both'"),
+    (["--models", "both"], "--models: must be comma-separated "
+                           "ATTENTION:LAMBDA (attention soft or hard, lambda "
+                           ">= 0), received: 'both'"),
+    (["--models", "soft:-1"], "received: 'soft:-1'"),
+    (["--models", "soft:0,soft:0"], "--models: names a model twice, "
+                                    "received: 'soft:0,soft:0'"),
     (["--epochs", "0"], "--epochs and --train-size must be ints >= 1, "
                         "received: 0, 8000"),
 ])

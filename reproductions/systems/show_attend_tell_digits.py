@@ -5,18 +5,21 @@ stochastic lambda, greedy and beam decoding, the hard model's REINFORCE
 gradient variance with and without its baseline, beside the rule with
 no weights (the most common training caption for every scene).
 
-Each command runs `examples/show_attend_tell_digits.py` once with the
-seeds, attentions and lambdas given (its defaults: 8,000 training and
-500 held-out scenes, 12 epochs, Adam 3e-3, beam 4) and keeps the
-figures it writes (`--results`), its rule with no weights among them:
-no second copy of the model or its training. The rows are one
-per attention, lambda and seed; the summary the mean and spread (sample
-standard deviation) of each metric per attention and lambda. No paper
-row: Xu et al. report no figure on these scenes (the paper's ordering
-is judged by `captioner_hard_soft.py`).
+`--models` names the models, each an attention and its doubly
+stochastic lambda (`soft:1,soft:0,hard:0`, the default); for each
+attention the command runs `examples/show_attend_tell_digits.py` once
+with the seeds and that attention's lambdas (its defaults: 8,000
+training and 500 held-out scenes, 12 epochs, Adam 3e-3, beam 4) and
+keeps the figures it writes (`--results`), its rule with no weights
+among them: no second copy of the model or its training. The rows are
+one per model and seed; the summary the mean and spread (sample
+standard deviation) of each metric per model. No paper row: Xu et al.
+report no figure on these scenes (the paper's ordering is judged by
+`captioner_hard_soft.py`).
 
-Run: `python reproductions/systems/show_attend_tell_digits.py [--seeds 0,1,2]
-[--attention soft,hard] [--lambdas 1,0] [--epochs E] [--append]`.
+Run: `python -m reproductions run show_attend_tell_digits`, or
+`python reproductions/systems/show_attend_tell_digits.py [--seeds 0,1,2]
+[--models soft:1,soft:0,hard:0] [--epochs E] [--append]`.
 """
 
 import argparse
@@ -93,12 +96,35 @@ def summary(rows):
     return out
 
 
+def model_list(text):
+    """`--models`' type: comma-separated `ATTENTION:LAMBDA` (attention
+    soft or hard, lambda a number >= 0), each once; [(attention,
+    lambda)] in their order (argparse's error names the value)."""
+    models = []
+    for part in text.split(","):
+        attention, _, penalty = part.partition(":")
+        try:
+            penalty = float(penalty)
+        except ValueError:
+            penalty = -1.0
+        if attention not in ("soft", "hard") or not penalty >= 0:
+            raise argparse.ArgumentTypeError(
+                f"must be comma-separated ATTENTION:LAMBDA (attention soft "
+                f"or hard, lambda >= 0), received: {text!r}")
+        models.append((attention, penalty))
+    if len(set(models)) < len(models):
+        raise argparse.ArgumentTypeError(
+            f"names a model twice, received: {text!r}")
+    return models
+
+
 def parser():
     """The options (the runner's settings' schema)."""
     p = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
-    p.add_argument("--attention", default="soft", choices=(
-        "soft", "hard", "soft,hard"))
-    p.add_argument("--lambdas", default="1,0")
+    p.add_argument("--models", type=model_list,
+                   default=model_list("soft:1,soft:0,hard:0"),
+                   help="the models, each ATTENTION:LAMBDA (the doubly "
+                        "stochastic penalty), comma-separated")
     p.add_argument("--epochs", type=int, default=12)
     p.add_argument("--train-size", type=int, default=8000)
     common.add_example_arguments(p)
@@ -115,14 +141,18 @@ def main(argv=None):
     name = args.results_name or NAME
     earlier, commands = harness.earlier_results(name, args.results_dir,
                                                 args.append)
-    with tempfile.TemporaryDirectory() as folder:
-        results = processes.run_example("show_attend_tell_digits", [
-            "--seeds", ",".join(map(str, args.seeds)),
-            "--attention", args.attention, "--lambdas", args.lambdas,
-            "--epochs", str(args.epochs),
-            "--train-size", str(args.train_size), "--pictures", "0",
-            "--verbose", "0", "--output-dir", folder])
-    rows = rows_of(results["runs"], args.epochs)
+    rows = []
+    for attention in dict.fromkeys(a for a, _ in args.models):
+        lambdas = [penalty for a, penalty in args.models if a == attention]
+        with tempfile.TemporaryDirectory() as folder:
+            results = processes.run_example("show_attend_tell_digits", [
+                "--seeds", ",".join(map(str, args.seeds)),
+                "--attention", attention,
+                "--lambdas", ",".join(f"{penalty:g}" for penalty in lambdas),
+                "--epochs", str(args.epochs),
+                "--train-size", str(args.train_size), "--pictures", "0",
+                "--verbose", "0", "--output-dir", folder])
+        rows += rows_of(results["runs"], args.epochs)
     if not any(row["variant"] == "most common caption" for row in earlier):
         rows.insert(0, no_weights_row(results["most_common_caption"]))
     all_rows = earlier + rows
