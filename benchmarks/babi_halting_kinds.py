@@ -20,7 +20,6 @@ DIR[,DIR...] [--setting babi_universal_transformer_10k_task2_halting]`.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import pathlib
@@ -68,14 +67,6 @@ def steps_by_kind(samples, steps, memory_size):
     return found
 
 
-def sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as file:
-        for chunk in iter(lambda: file.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def finished_row(record, folder):
     """The finished row of `record` whose `weights_sha256` is that of
     `folder`'s `last.weights.h5`; a ValueError where none is."""
@@ -83,7 +74,9 @@ def finished_row(record, folder):
     if not weights.is_file():
         raise ValueError(f"--checkpoints: {folder} holds no "
                          "last.weights.h5")
-    digest = sha256(weights)
+    from keras_attention.training import weights_sha256
+
+    digest = weights_sha256(folder)
     for row in record["rows"]:
         if row.get("finished") and row.get("weights_sha256") == digest:
             return row

@@ -102,7 +102,9 @@ def test_weights_no_finished_row_names_are_refused(module, tmp_path):
     with pytest.raises(ValueError, match="holds no last.weights.h5"):
         module.finished_row(record, folder)
     (folder / "last.weights.h5").write_bytes(b"weights")
-    digest = module.sha256(folder / "last.weights.h5")
+    from keras_attention.training import weights_sha256
+
+    digest = weights_sha256(folder)
     record["rows"] = [{"seed": 3, "finished": False,
                        "weights_sha256": None}]
     with pytest.raises(ValueError, match=f"sha256 {digest[:12]}.* are no "

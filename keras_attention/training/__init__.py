@@ -32,6 +32,7 @@ _EXPORTS = {
     "strategy_from_environment": "strategy",
     "tf_config_from_environment": "cluster",
     "train_run": "loop",
+    "weights_sha256": "loop",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -151,6 +151,24 @@ def _seed_states(model):
             if variable.path.endswith("seed_generator_state")]
 
 
+def weights_sha256(directory):
+    """The SHA-256 of the weights (with the optimizer) a run saved in its
+    checkpoint `directory` (`last.weights.h5`): the hash a finished run's
+    row names its selected weights by (`weights_sha256`).
+
+    >>> import tempfile, pathlib
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> _ = (folder / "last.weights.h5").write_bytes(b"")
+    >>> weights_sha256(folder)[:12]
+    'e3b0c44298fc'
+    """
+    digest = hashlib.sha256()
+    with open(pathlib.Path(directory) / "last.weights.h5", "rb") as file:
+        for chunk in iter(lambda: file.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 class _Checkpoint:
     """A run's saved state in `directory`: `state.json`, `last.weights.h5`
     (the model and its optimizer), `seeds.npz` (the model's seed
@@ -215,11 +233,7 @@ class _Checkpoint:
 
     def weights_sha256(self):
         """The SHA-256 of the saved model's weights (with its optimizer)."""
-        digest = hashlib.sha256()
-        with open(self.directory / "last.weights.h5", "rb") as file:
-            for chunk in iter(lambda: file.read(1 << 20), b""):
-                digest.update(chunk)
-        return digest.hexdigest()
+        return weights_sha256(self.directory)
 
     def restore(self, model):
         """Restore the built `model` and its optimizer; returns the best
