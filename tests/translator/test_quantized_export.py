@@ -72,7 +72,34 @@ def quantized(tmp_path_factory, request):
     return translator, base / "int8" / "1", float_bytes, printed.getvalue()
 
 
-def test_quantized_export_translates_like_the_quantized_model(quantized):
+@pytest.fixture(scope="module")
+def int4(tmp_path_factory):
+    """(the int4 translator's quantized layers {name: mode}, its
+    translations in memory, the translator saved and loaded again, the
+    SavedModel that one exported): int4 from the float32 tiny
+    translator."""
+    directory = trained_translator(tmp_path_factory, "sinusoidal",
+                                   then=list(VARIANTS))
+    translator = Translator.load(directory, dtype="float32").quantize("int4")
+    modes = _modes(translator.model)
+    expected = translator.translate(TEXTS)
+    base = tmp_path_factory.mktemp("int4")
+    translator.save(base / "run")
+    again = Translator.load(base / "run")
+    return modes, expected, again, again.export(base / "export", "int4")
+
+
+@pytest.fixture(scope="module")
+def elsewhere(quantized, int4):
+    """What one other process, importing only tensorflow and
+    tensorflow_text, reads from the int8 and the int4 exports (one
+    process for both: a start of TensorFlow fewer)."""
+    int8_read, int4_read = _load_elsewhere(quantized[1], int4[3])
+    return {"int8": int8_read, "int4": int4_read}
+
+
+def test_quantized_export_translates_like_the_quantized_model(quantized,
+                                                             elsewhere):
     import tensorflow as tf
 
     translator, path, float_bytes, printed = quantized
@@ -82,7 +109,7 @@ def test_quantized_export_translates_like_the_quantized_model(quantized):
     # EinsumDense's own quantize), the embeddings and feed-forwards too.
     assert any("query" in name or "attention" in name for name in layers)
     assert any("embedding" in name for name in layers), layers
-    (loaded,) = _load_elsewhere(path)
+    loaded = elsewhere["int8"]
     assert loaded["translation"] == translator.translate(TEXTS)
     assert loaded["xla_ops"] == []
     saved = tf.train.load_checkpoint(str(path / "variables" / "variables"))
@@ -157,28 +184,19 @@ def test_quantize_mistakes_name_the_argument(mode, activations, message):
     assert message in str(caught.value)
 
 
-def test_int4_saves_loads_and_exports_as_it_translates(tmp_path_factory,
-                                                      tmp_path):
+def test_int4_saves_loads_and_exports_as_it_translates(int4, elsewhere):
     """int4 (the embeddings weight-only int8): the layers in that mode,
     the same translations after a save and a load, and from the
     SavedModel."""
-    directory = trained_translator(tmp_path_factory, "sinusoidal",
-                                   then=list(VARIANTS))
-    translator = Translator.load(directory, dtype="float32").quantize("int4")
-    modes = _modes(translator.model)
+    modes, expected, again, _ = int4
     embeddings = {name for name in modes if "embedding" in name}
     assert embeddings, modes
     assert {modes[name] for name in embeddings} == {("int8", False)}
     assert {modes[name] for name in modes if name not in embeddings} \
         == {("int4", False)}
-    expected = translator.translate(TEXTS)
-    translator.save(tmp_path / "run")
-    again = Translator.load(tmp_path / "run")
     assert _modes(again.model) == modes
     assert again.translate(TEXTS) == expected
-    path = again.export(tmp_path / "export", "int4")
-    (loaded,) = _load_elsewhere(path)
-    assert loaded["translation"] == expected
+    assert elsewhere["int4"]["translation"] == expected
 
 
 def test_the_quantized_export_is_served_over_rest_and_grpc(quantized):
