@@ -68,14 +68,18 @@ NOT_THE_RUN = {"results_dir", "results_name", "append", "resume", "minutes",
 
 @pytest.mark.parametrize("name", [name for name in runner.names()
                                   if _published(name)[1] is not None])
-def test_a_published_setting_is_the_run_its_file_records(name):
+def test_a_published_setting_is_the_run_its_file_records(name, tmp_path,
+                                                         monkeypatch):
     """Each setting with a results file is the run that file records: its
     options parsed by the system equal the settings the file records,
     or where it records none, those of its commands (their variants
-    together: a file grown by `--append`)."""
+    together: a file grown by `--append`). Parsed in an empty folder: a
+    run in progress keeps its checkpoints under the repository, which a
+    system's checks of a new run's `--checkpoint-dir` would refuse."""
     import shlex
 
     setting, record = _published(name)
+    monkeypatch.chdir(tmp_path)
     module = runner.system(setting["system"])
 
     def parsed(words):  # the options as the system runs them
