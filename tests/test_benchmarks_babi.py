@@ -623,3 +623,76 @@ def test_a_checkpoint_from_before_the_loop_is_upgraded(tmp_path):
                                   draws.permutation(10))
     module._upgrade_checkpoint(tmp_path)  # once only
     assert json.loads((tmp_path / "state.json").read_text()) == state
+
+
+def test_the_ut_page_states_the_finished_joint_seeds():
+    """The 1k joint setting measured to its end: each seed's stop and kept
+    epoch, the mean and spread of the 20-task error, the best of seeds,
+    the paper's failed tasks, and the overfitting measurement (the kept
+    weights' training error against validation's), from the file."""
+    import json
+
+    results = BENCHMARKS / "results"
+    record = json.loads((results / (
+        "babi_universal_transformer_1k_joint_3seeds.json")).read_text())
+    assert record["complete"] and record["in_progress"] == []
+    old = json.loads((results / "babi_universal_transformer_1k_joint.json"
+                      ).read_text())
+    assert "superseded by babi_universal_transformer_1k_joint_3seeds" in \
+        old["off_scoreboard"]
+    page = " ".join((BENCHMARKS.parent / "docs" / "models" /
+                     "universal-transformer.md").read_text().split())
+    seeds = {row["seed"]: row for row in record["rows"] if row["task"] == 1}
+    assert sorted(seeds) == [0, 1, 2]
+    assert all(row["finished"] and row["stopped_by"].startswith(
+        "patience: 40 epochs") for row in record["rows"])
+    assert ("every seed was stopped by its patience, seed 0 at epoch "
+            f"{seeds[0]['epochs']} (its weights of epoch "
+            f"{seeds[0]['best_epoch']}), seed 1 at epoch {seeds[1]['epochs']} "
+            f"(of epoch {seeds[1]['best_epoch']}), seed 2 at epoch "
+            f"{seeds[2]['epochs']} (of epoch {seeds[2]['best_epoch']})"
+            ) in page
+    (group,) = record["summary"]
+    assert (f"**Mean test error over the 20 tasks: {group['mean_error']:.2f} "
+            f"± {group['seed_spread']:.2f}%** (mean and sample spread of 3 "
+            f"seeds; {len(group['failed'])} tasks failed") in page
+    assert (f"the best of the 3 by validation "
+            f"{group['best_of_seeds_error']:.2f}% "
+            f"({len(group['best_of_seeds_failed'])} failed") in page
+    paper = json.loads((BENCHMARKS.parent / "reproductions" / "papers" /
+                        "dehghani2019.json").read_text())["tables"]
+    mean, spread = paper["Appendix E, 10 runs"]["rows"]["1k joint 20 tasks"]
+    assert (f"our mean sits {(group['mean_error'] - mean) / spread:.2f} of "
+            "the paper's own seed spread") in page
+    failed = [int(task) for task, errors in paper["Appendix E"]["rows"].items()
+              if errors[3] > 5.0]
+    assert len(failed) == paper["Table 1"]["rows"]["1k joint"][
+        "UT w/ dynamic halting"][1]
+    assert ("fails tasks " + ", ".join(map(str, failed[:-1])) +
+            f" and {failed[-1]}") in page
+    train = ", ".join(f"{seeds[s]['train_error']:.2f}%" for s in (0, 1))
+    valid = ", ".join(f"{100 * (1 - seeds[s]['valid_accuracy']):.1f}%"
+                      for s in (0, 1))
+    assert (f"is {train} and {seeds[2]['train_error']:.2f}% (seeds 0, 1, 2), "
+            f"against {valid} and "
+            f"{100 * (1 - seeds[2]['valid_accuracy']):.1f}% on validation"
+            ) in page
+    per_task = group["per_task"]
+    assert (f"(2 and 3: {per_task['2']:.1f}% and {per_task['3']:.1f}%), basic "
+            f"induction (16: {per_task['16']:.1f}%) and path finding (19: "
+            f"{per_task['19']:.1f}%)") in page
+    assert all(max(row["train_error"] for row in seeds.values()) <
+               100 * (1 - row["valid_accuracy"]) - 10 for row in seeds.values())
+
+
+def test_the_readme_quotes_the_finished_joint_seeds():
+    """The README's 1k joint figure is the complete file's mean of seeds."""
+    import json
+
+    record = json.loads((BENCHMARKS / "results" / (
+        "babi_universal_transformer_1k_joint_3seeds.json")).read_text())
+    (group,) = record["summary"]
+    readme = " ".join((BENCHMARKS.parent / "README.md").read_text().split())
+    assert (f"on 1k, 20 tasks jointly, three seeds: "
+            f"**{group['mean_error']:.2f}%** (the paper: 11.21% over 10 "
+            "seeds)") in readme

@@ -176,7 +176,7 @@ def test_babi_mean_of_seeds_against_the_papers_ten():
     nothing."""
     record = _ut({0: [10.0] * 20, 1: [14.0] * 20, 2: [1.0] * 3})
     (claim,) = scoreboard.judged_claims(
-        record, results="babi_universal_transformer_1k_joint")
+        record, results="babi_universal_transformer_1k_joint_3seeds")
     assert claim["claim"].startswith("UT w/ dynamic halting, 1k joint: mean "
                                      "error over 20 tasks, mean of 2 seeds")
     assert claim["ours"] == "12.00 ± 2.83%"
@@ -185,7 +185,7 @@ def test_babi_mean_of_seeds_against_the_papers_ten():
     assert claim["reproduced"] == "yes"
     record = _ut({0: [14.0] * 20}, finished=False)
     assert scoreboard.judged_claims(
-        record, results="babi_universal_transformer_1k_joint") == []
+        record, results="babi_universal_transformer_1k_joint_3seeds") == []
 
 
 def test_halting_claims_on_the_steps_taken():
