@@ -182,6 +182,47 @@ def checkpoint_for(args, variant, seed):
     return folder
 
 
+def runs_in_progress(args, rows, jobs):
+    """What a results file lists as `in_progress`: each `(variant, seed)`
+    of `jobs` that `rows` do not hold finished, begun or not, with its own
+    checkpoint folder (what `--resume` continues, and all of
+    `benchmarks/checkpoints` that the repository keeps); none without
+    `--checkpoint-dir`, which alone lets a run go on."""
+    if args.checkpoint_dir is None:
+        return []
+    done = {(row["variant"], row["seed"]) for row in rows
+            if row.get("finished", True)}
+    return [{"variant": variant, "seed": seed, "checkpoint": str(
+        pathlib.Path(args.checkpoint_dir) / f"{variant}_seed{seed}")}
+        for variant, seed in jobs if (variant, seed) not in done]
+
+
+def finished_earlier(args, path):
+    """With `--resume`, the finished rows of the results file `path` whose
+    runs were saved with this command's run settings (the file's
+    `run_settings`), as `{(variant, seed): row}` for the runs of
+    `args.variant_list` x `args.seed_list`: given again as they are, not
+    trained or read from a checkpoint, so a finished run's checkpoint
+    may be removed once its row is written. `{}` without `--resume`, or
+    where the file is missing or was written with other settings."""
+    path = pathlib.Path(path)
+    if not args.resume or not path.is_file():
+        return {}
+    record = json.loads(path.read_text())
+    if record.get("run_settings") != args.run_settings:
+        return {}
+    wanted = {(variant, seed) for variant in args.variant_list
+              for seed in args.seed_list}
+    found = {(row["variant"], row["seed"]): row
+             for row in record.get("rows", [])
+             if row.get("finished") and (row.get("variant"),
+                                         row.get("seed")) in wanted}
+    for variant, seed in found:
+        print(f"{variant} seed {seed}: finished earlier (its row in "
+              f"{path})", flush=True)
+    return found
+
+
 def saved_counts(checkpoint):
     """The counts the loop has summed over a saved run's epochs (what a
     resumed system restores its own clock or schedule from), or {} for

@@ -17,16 +17,18 @@ from reproductions.common import strip_options
 EXAMPLES_DIR = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
-def variant_seed_runs(script, given, args, flags, train, also_strip=()):
-    """Every `(variant, seed)` of `args.variant_list` x `args.seed_list`,
-    in that order: with `args.parallel` > 1 (and more than one run), each
+def variant_seed_runs(script, given, args, flags, train, also_strip=(),
+                      skip=()):
+    """Every `(variant, seed)` of `args.variant_list` x `args.seed_list`
+    but those in `skip` (e.g. runs whose rows a results file holds
+    finished), in that order: with `args.parallel` > 1 (and more than one run), each
     in its own process of `script` pinned to a core (`run_pinned`), given
     the command line `given` less its variants, seeds, results and
     `also_strip` options (`flags`: those without a value); else one after
     another, `train(variant, seed)`. Returns their rows. With a shared
     `args.deadline` (a `time.time()`), no run is begun after it."""
     jobs = [(variant, seed) for variant in args.variant_list
-            for seed in args.seed_list]
+            for seed in args.seed_list if (variant, seed) not in skip]
     if args.parallel <= 1 or len(jobs) <= 1:
         return [train(variant, seed) for variant, seed in before_deadline(
             jobs, getattr(args, "deadline", None))]

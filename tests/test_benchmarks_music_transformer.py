@@ -225,8 +225,9 @@ def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
     (row,) = cut["rows"]
     assert not row["finished"] and [p[0] for p in row["valid_curve"]] == [2]
     assert cut["summary"] == [] and cut["complete"] is False
-    assert cut["in_progress"] == [{"checkpoint": str(tmp_path
-                                                     / "checkpoints")}]
+    assert cut["in_progress"] == [{
+        "variant": "relative", "seed": 0,
+        "checkpoint": str(tmp_path / "checkpoints" / "relative_seed0")}]
     assert not (tmp_path / "models" / "relative_seed0.keras").exists()
     stdout, cut = run_benchmark("music_transformer_jsb.py", tmp_path / "cut",
                                 *pieces, "--resume", timeout=600)

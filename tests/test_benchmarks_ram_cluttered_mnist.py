@@ -169,8 +169,12 @@ def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
     assert len(row["validation_curve"]) == 1 and not row["finished"]
     assert row["test_error"] is None and "test_error_sampled" not in row
     assert record["summary"] == {}
+    # Each run not finished is named with its own checkpoint (begun or
+    # not): what the repository keeps of a run in progress.
     assert record["complete"] is False and record["in_progress"] == [
-        {"checkpoint": str(tmp_path / "checkpoints")}]
+        {"variant": "ram4", "seed": seed,
+         "checkpoint": str(tmp_path / "checkpoints" / f"ram4_seed{seed}")}
+        for seed in (0, 1)]
     assert not (tmp_path / "models").exists()
     stdout, record = run_benchmark(
         "ram_cluttered_mnist.py", tmp_path / "results", *common,
@@ -190,6 +194,23 @@ def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
          "--location-std", "0.2"], capture_output=True, text=True,
         timeout=120)
     assert result.returncode == 2 and "other settings" in result.stderr
+    # Finished, the runs' checkpoints may go: --resume gives their rows
+    # again from the file, as they were, and trains nothing.
+    import shutil
+
+    shutil.rmtree(tmp_path / "checkpoints")
+    result = subprocess.run(
+        [sys.executable, str(SYSTEMS / "ram_cluttered_mnist.py"), *common,
+         "--seeds", "0,1", "--resume", "--results-dir",
+         str(tmp_path / "results")], capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ram4 seed 1: finished earlier (its row in" in result.stdout
+    again = json.loads(
+        (tmp_path / "results" / "ram_cluttered_mnist.json").read_text())
+    assert again["rows"] == record["rows"] and again["complete"] is True
+    assert again["summary"] == record["summary"]
+    assert not (tmp_path / "checkpoints").exists()
 
 
 def test_fit_schedule_ends_the_cosine_when_the_time_runs_out():

@@ -4,6 +4,7 @@ shared deadline (`--minutes`) has passed, so a run is never started only
 to train one stray epoch after it; `run_example`: an example run as a
 command, its `--results` read back, a failure one line."""
 
+import json
 import time
 
 import pytest
@@ -185,3 +186,60 @@ def test_an_example_runs_as_a_command(tmp_path, monkeypatch, capfd):
         processes.run_example("silent", [])
     assert str(failed.value) == ("examples/silent.py wrote no --results "
                                  "file")
+
+
+def _resume_args(checkpoints, resume=True):
+    import argparse
+
+    return argparse.Namespace(
+        checkpoint_dir=checkpoints, resume=resume, variant_list=["a", "b"],
+        seed_list=[0, 1], run_settings={"epochs": 3})
+
+
+def test_each_run_not_finished_is_in_progress_with_its_own_checkpoint():
+    args = _resume_args("ckpt")
+    jobs = [("a", 0), ("a", 1), ("b", 0), ("b", 1)]
+    rows = [{"variant": "a", "seed": 0, "finished": True},
+            {"variant": "a", "seed": 1, "finished": False}]
+    assert common.runs_in_progress(args, rows, jobs) == [
+        {"variant": variant, "seed": seed,
+         "checkpoint": f"ckpt/{variant}_seed{seed}"}
+        for variant, seed in [("a", 1), ("b", 0), ("b", 1)]]
+    assert common.runs_in_progress(args, [
+        {"variant": v, "seed": s} for v, s in jobs], jobs) == []
+    assert common.runs_in_progress(_resume_args(None), rows, jobs) == []
+
+
+def test_resume_gives_finished_rows_of_the_same_settings_only(tmp_path):
+    path = tmp_path / "run.json"
+    rows = [{"variant": "a", "seed": 0, "finished": True, "test": 0.1},
+            {"variant": "a", "seed": 1, "finished": False},
+            {"variant": "c", "seed": 0, "finished": True}]
+    path.write_text(json.dumps({"rows": rows,
+                                "run_settings": {"epochs": 3}}))
+    assert common.finished_earlier(_resume_args("ckpt"), path) == {
+        ("a", 0): rows[0]}
+    # Not without --resume, nor from a file of other settings (or of
+    # none: written before files named them), nor from no file.
+    assert common.finished_earlier(_resume_args("ckpt", False), path) == {}
+    path.write_text(json.dumps({"rows": rows,
+                                "run_settings": {"epochs": 4}}))
+    assert common.finished_earlier(_resume_args("ckpt"), path) == {}
+    path.write_text(json.dumps({"rows": rows}))
+    assert common.finished_earlier(_resume_args("ckpt"), path) == {}
+    assert common.finished_earlier(_resume_args("ckpt"),
+                                   tmp_path / "none.json") == {}
+
+
+def test_skipped_runs_are_not_trained():
+    args = _resume_args(None)
+    args.parallel = 1
+    trained = []
+
+    def train(variant, seed):
+        trained.append((variant, seed))
+        return {"variant": variant, "seed": seed}
+
+    rows = processes.variant_seed_runs("x.py", [], args, set(), train,
+                                       skip={("a", 0): {}, ("b", 1): {}})
+    assert trained == [("a", 1), ("b", 0)] and len(rows) == 2

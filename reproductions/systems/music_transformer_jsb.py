@@ -594,10 +594,8 @@ def main(argv=None):
     name = args.results_name or "music_transformer_jsb"
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
-    # While the runs go on, the file says so and names their checkpoints
-    # (what a stopped command's `--resume` continues).
-    in_progress = ([{"checkpoint": str(args.checkpoint_dir)}]
-                   if args.checkpoint_dir else [])
+    # While the runs go on, the file says so and names each one's
+    # checkpoint (what a stopped command's `--resume` continues).
     if args.parallel > 1 and len(jobs) > 1:
         def progress(found):  # the runs finished so far, as each finishes
             harness.write_results(
@@ -606,7 +604,7 @@ def main(argv=None):
                 paper=[list(line) for line in PAPER_TABLE],
                 settings=settings, commands=commands + [
                     harness.command_line()], complete=False,
-                in_progress=in_progress)
+                in_progress=common.runs_in_progress(args, found, jobs))
 
         progress([])
         rows = run_parallel(args, common.with_deadline(
@@ -631,7 +629,7 @@ def main(argv=None):
             paper=[list(line) for line in PAPER_TABLE], settings=settings,
             saved=saved, commands=commands + [harness.command_line()],
             complete=len(rows) == len(jobs),
-            in_progress=[] if len(rows) == len(jobs) else in_progress)
+            in_progress=common.runs_in_progress(args, rows, jobs))
     print_table(rows, rule, args)
     finished = [row for row in rows if row["finished"]]
     samples = None
@@ -653,7 +651,7 @@ def main(argv=None):
         saved=saved, samples=samples,
         commands=commands + [harness.command_line()],
         complete=len(finished) == len(jobs),
-        in_progress=[] if len(finished) == len(jobs) else in_progress)
+        in_progress=common.runs_in_progress(args, rows, jobs))
     return rows
 
 

@@ -627,10 +627,21 @@ def main(argv=None):
         row, models[(variant, seed)] = train_run(variant, seed, args, data)
         return row
 
-    rows = processes.variant_seed_runs(
-        __file__, common.with_deadline(
-            sys.argv[1:] if argv is None else list(argv), args),
-        args, FLAGS | {"--resume"}, train, also_strip={"--figure"})
+    jobs = [(variant, seed) for variant in args.variant_list
+            for seed in args.seed_list]
+    # With --resume, a run the file already holds finished gives its row
+    # again as it is: its checkpoint may be gone.
+    given = common.finished_earlier(
+        args, pathlib.Path(args.results_dir or harness.RESULTS_DIR)
+        / f"{name}.json")
+    trained = {(row["variant"], row["seed"]): row
+               for row in processes.variant_seed_runs(
+                   __file__, common.with_deadline(
+                       sys.argv[1:] if argv is None else list(argv), args),
+                   args, FLAGS | {"--resume"}, train,
+                   also_strip={"--figure"}, skip=given)}
+    rows = [given.get(job) or trained[job] for job in jobs
+            if job in given or job in trained]
     all_rows = earlier + rows
     print(f"\n{'model':<42} {'seed':>4} {'test error':>10} {'paper':>7} "
           f"{'epoch':>5} {'ex/s':>7}")
@@ -661,15 +672,15 @@ def main(argv=None):
                 if (row["variant"], row["seed"]) == key))
             draw(models[best], data, args.figure)
     # While runs go on (a piece ended by --minutes, or runs not begun),
-    # the file says so and names their checkpoints, which --resume
-    # continues.
-    complete = sum(row.get("finished", True) for row in rows) == len(
-        args.variant_list) * len(args.seed_list)
+    # the file says so and names each one's checkpoint, which --resume
+    # continues; the settings they were saved with let --resume give the
+    # finished rows again.
+    complete = sum(row.get("finished", True) for row in rows) == len(jobs)
     harness.write_results(
         name, all_rows, directory=args.results_dir,
         commands=commands + [harness.command_line()], complete=complete,
-        in_progress=[] if complete or not args.checkpoint_dir else [
-            {"checkpoint": str(args.checkpoint_dir)}],
+        in_progress=common.runs_in_progress(args, rows, jobs),
+        run_settings=args.run_settings,
         summary=summary(all_rows), paper_test_error=PAPER,
         majority_rule_test_error=rule,
         **({"exploration": explored} if explored else {}),
