@@ -18,20 +18,28 @@ EXAMPLES_DIR = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
 def variant_seed_runs(script, given, args, flags, train, also_strip=(),
-                      skip=()):
+                      skip=(), on_rows=None):
     """Every `(variant, seed)` of `args.variant_list` x `args.seed_list`
     but those in `skip` (e.g. runs whose rows a results file holds
-    finished), in that order: with `args.parallel` > 1 (and more than one run), each
-    in its own process of `script` pinned to a core (`run_pinned`), given
-    the command line `given` less its variants, seeds, results and
-    `also_strip` options (`flags`: those without a value); else one after
-    another, `train(variant, seed)`. Returns their rows. With a shared
-    `args.deadline` (a `time.time()`), no run is begun after it."""
+    finished), in that order: with `args.parallel` > 1 (and more than
+    one run), each in its own process of `script` pinned to a core
+    (`run_pinned`), given the command line `given` less its variants,
+    seeds, results and `also_strip` options (`flags`: those without a
+    value); else one after another, `train(variant, seed)`. Returns their
+    rows. With a shared
+    `args.deadline` (a `time.time()`), no run is begun after it.
+    `on_rows(rows)`, if given, gets the rows of the runs finished so far,
+    in that order, as each finishes (e.g. to write the results file)."""
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list if (variant, seed) not in skip]
     if args.parallel <= 1 or len(jobs) <= 1:
-        return [train(variant, seed) for variant, seed in before_deadline(
-            jobs, getattr(args, "deadline", None))]
+        rows = []
+        for variant, seed in before_deadline(
+                jobs, getattr(args, "deadline", None)):
+            rows.append(train(variant, seed))
+            if on_rows is not None:
+                on_rows(list(rows))
+        return rows
     common = strip_options(
         given, {"--variants", "--seeds", "--parallel", "--results-dir",
                 "--results-name", "--append", *also_strip}, flags)
@@ -41,7 +49,7 @@ def variant_seed_runs(script, given, args, flags, train, also_strip=(),
             [(f"{variant}_seed{seed}",
               [*common, "--variants", variant, "--seeds", str(seed)])
              for variant, seed in jobs], args.parallel, args.logs,
-            getattr(args, "deadline", None)):
+            getattr(args, "deadline", None), on_rows=on_rows):
         rows.extend(found)
     return rows
 

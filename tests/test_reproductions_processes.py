@@ -243,3 +243,13 @@ def test_skipped_runs_are_not_trained():
     rows = processes.variant_seed_runs("x.py", [], args, set(), train,
                                        skip={("a", 0): {}, ("b", 1): {}})
     assert trained == [("a", 1), ("b", 0)] and len(rows) == 2
+
+
+def test_the_rows_so_far_are_given_as_each_run_finishes():
+    args = _resume_args(None)
+    args.parallel = 1
+    seen = []
+    processes.variant_seed_runs(
+        "x.py", [], args, set(), lambda variant, seed: {"run": seed},
+        skip={("b", 0), ("b", 1)}, on_rows=seen.append)
+    assert seen == [[{"run": 0}], [{"run": 0}, {"run": 1}]]

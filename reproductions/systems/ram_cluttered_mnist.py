@@ -634,14 +634,41 @@ def main(argv=None):
     given = common.finished_earlier(
         args, pathlib.Path(args.results_dir or harness.RESULTS_DIR)
         / f"{name}.json")
-    trained = {(row["variant"], row["seed"]): row
-               for row in processes.variant_seed_runs(
-                   __file__, common.with_deadline(
-                       sys.argv[1:] if argv is None else list(argv), args),
-                   args, FLAGS | {"--resume"}, train,
-                   also_strip={"--figure"}, skip=given)}
-    rows = [given.get(job) or trained[job] for job in jobs
-            if job in given or job in trained]
+
+    def in_order(trained):
+        found = {(row["variant"], row["seed"]): row for row in trained}
+        return [given.get(job) or found[job] for job in jobs
+                if job in given or job in found]
+
+    def write(rows):
+        # While runs go on (a piece ended by --minutes, runs not begun,
+        # or others still training), the file says so and names each
+        # one's checkpoint, which --resume continues; the settings they
+        # were saved with let --resume give the finished rows again.
+        all_rows = earlier + rows
+        explored = exploration(all_rows)
+        harness.write_results(
+            name, all_rows, directory=args.results_dir,
+            commands=commands + [harness.command_line()],
+            complete=sum(row.get("finished", True) for row in rows)
+            == len(jobs),
+            in_progress=common.runs_in_progress(args, rows, jobs),
+            run_settings=args.run_settings,
+            summary=summary(all_rows), paper_test_error=PAPER,
+            majority_rule_test_error=rule,
+            **({"exploration": explored} if explored else {}),
+            data={"digits": {k: len(d) for k, d in data["digits"].items()},
+                  "source": "mnist10k (10,000 MNIST digits, not 70,000)",
+                  "canvas": canvas_options(args),
+                  "split_seed": args.split_seed})
+
+    # The file is written again as each run finishes (on two cores, the
+    # other's row waits for it no longer).
+    rows = in_order(processes.variant_seed_runs(
+        __file__, common.with_deadline(
+            sys.argv[1:] if argv is None else list(argv), args),
+        args, FLAGS | {"--resume"}, train, also_strip={"--figure"},
+        skip=given, on_rows=lambda done: write(in_order(done))))
     all_rows = earlier + rows
     print(f"\n{'model':<42} {'seed':>4} {'test error':>10} {'paper':>7} "
           f"{'epoch':>5} {'ex/s':>7}")
@@ -671,22 +698,7 @@ def main(argv=None):
                 row["validation_error"] for row in rows
                 if (row["variant"], row["seed"]) == key))
             draw(models[best], data, args.figure)
-    # While runs go on (a piece ended by --minutes, or runs not begun),
-    # the file says so and names each one's checkpoint, which --resume
-    # continues; the settings they were saved with let --resume give the
-    # finished rows again.
-    complete = sum(row.get("finished", True) for row in rows) == len(jobs)
-    harness.write_results(
-        name, all_rows, directory=args.results_dir,
-        commands=commands + [harness.command_line()], complete=complete,
-        in_progress=common.runs_in_progress(args, rows, jobs),
-        run_settings=args.run_settings,
-        summary=summary(all_rows), paper_test_error=PAPER,
-        majority_rule_test_error=rule,
-        **({"exploration": explored} if explored else {}),
-        data={"digits": {k: len(d) for k, d in data["digits"].items()},
-              "source": "mnist10k (10,000 MNIST digits, not 70,000)",
-              "canvas": canvas_options(args), "split_seed": args.split_seed})
+    write(rows)
     return all_rows
 
 
