@@ -183,6 +183,8 @@ def test_minutes_end_a_piece_and_resume_finishes_the_run(tmp_path, digits):
     row, second = record["rows"]
     assert row["finished"] and row["stopped_by"] == "budget: 3 epochs"
     assert len(row["validation_curve"]) == 3 and row["weights_sha256"]
+    assert [(piece["first_epoch"], piece["last_epoch"])
+            for piece in row["pieces"]] == [(1, 1), (2, 3)]
     assert 0 <= row["test_error"] <= 1 and row["sampled_paths"] == 2
     assert second["seed"] == 1 and second["finished"]
     assert record["summary"]["ram4"]["seeds"] == 2

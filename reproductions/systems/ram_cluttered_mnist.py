@@ -469,6 +469,9 @@ def train_run(variant, seed, args, data):
         "finished": state["finished"],
         "stopped_by": state["stopped_by"],
         "weights_sha256": state.get("weights_sha256"),
+        # Each piece's machine, code version, minutes and epochs (`cpu`
+        # above is the machine that wrote this row).
+        "pieces": state["pieces"],
     }
     if ram:  # the exploration it trained with
         row["location_std"] = args.location_std
