@@ -553,7 +553,7 @@ def test_the_900_epoch_section_states_its_results_files_figures(
     found = script.summary(rows)
     assert found == record["summary"]
     assert "claims" not in record  # judged by reproductions.claims
-    assert record["off_scoreboard"]  # Table 2's claims: the 300-epoch file
+    assert record["off_scoreboard"]  # Table 2's claims: the plateau file
     ram, conv = found["ram6"], found["conv"]
     assert ram["scoring"] == "sampled" and ram["seeds"] == conv["seeds"] == 3
     reached = ram["scored_test_error_mean"] <= 0.07
