@@ -17,6 +17,8 @@ from tests.test_benchmarks_summary import SYSTEMS
 from tests.test_benchmarks_summary import load_script
 from tests.test_benchmarks_summary import run_benchmark
 
+PAGE = BENCHMARKS.parent / "docs" / "models" / "recurrent_attention.md"
+
 
 def load(name):
     """The committed results file `benchmarks/results/NAME.json`."""
@@ -296,8 +298,7 @@ def test_the_300_epoch_section_states_the_results_files_figures():
     record, told = load("ram_cluttered_mnist"), load(
         "ram_cluttered_mnist_told")
     grid = load("ram_cluttered_mnist_exploration")
-    page = " ".join((BENCHMARKS.parent / "docs" / "models"
-                     / "recurrent_attention.md").read_text().split())
+    page = " ".join(PAGE.read_text().split())
     found = record["summary"]
     assert all(found[v]["scoring"] == "sampled"
                for v in ("ram4", "ram6", "ram8"))
@@ -368,8 +369,7 @@ def test_the_pages_exploration_gradient_and_time_figures_are_the_results_files(
                  for choice in itertools.product(*figures)]
         assert any(text in page for text in texts), " | ".join(texts)
 
-    page = " ".join((BENCHMARKS.parent / "docs" / "models"
-                     / "recurrent_attention.md").read_text().split())
+    page = " ".join(PAGE.read_text().split())
     record, told = load("ram_cluttered_mnist"), load(
         "ram_cluttered_mnist_told")
     grid, gradient = load("ram_cluttered_mnist_exploration"), load(
@@ -541,8 +541,7 @@ def test_the_900_epoch_section_states_its_results_files_figures(
     record, short = load("ram_cluttered_mnist_long"), load(
         "ram_cluttered_mnist")
     told = load("ram_cluttered_mnist_told")
-    text = (BENCHMARKS.parent / "docs" / "models"
-            / "recurrent_attention.md").read_text()
+    text = PAGE.read_text()
     assert "<!-- results ram_cluttered_mnist_long -->" in text
     page = " ".join(text.split())
     rows = record["rows"]
@@ -606,8 +605,7 @@ def test_the_plateau_section_states_its_results_files_figures(monkeypatch):
     short, long = load("ram_cluttered_mnist"), load(
         "ram_cluttered_mnist_long")
     told = load("ram_cluttered_mnist_told")
-    text = (BENCHMARKS.parent / "docs" / "models"
-            / "recurrent_attention.md").read_text()
+    text = PAGE.read_text()
     assert "<!-- results ram_cluttered_mnist_plateau -->" in text
     section = " ".join(text.split(
         "### 1,800 epochs, three seeds: Table 2's claims")[1].split(
