@@ -203,20 +203,33 @@ def finished_earlier(args, path):
     `run_settings`), as `{(variant, seed): row}` for the runs of
     `args.variant_list` x `args.seed_list`: given again as they are, not
     trained or read from a checkpoint, so a finished run's checkpoint
-    may be removed once its row is written. `{}` without `--resume`, or
-    where the file is missing or was written with other settings."""
+    may be removed once its row is written. `{}` without `--resume`,
+    with `--append` (the file then holds other commands' rows too), or
+    where the file is missing or was written with other settings. A run
+    whose checkpoint says otherwise (not finished, or finished with
+    other weights: a newer run than the file's) is left to it."""
     path = pathlib.Path(path)
-    if not args.resume or not path.is_file():
+    if not args.resume or getattr(args, "append", False) \
+            or not path.is_file():
         return {}
     record = json.loads(path.read_text())
     if record.get("run_settings") != args.run_settings:
         return {}
     wanted = {(variant, seed) for variant in args.variant_list
               for seed in args.seed_list}
-    found = {(row["variant"], row["seed"]): row
-             for row in record.get("rows", [])
-             if row.get("finished") and (row.get("variant"),
-                                         row.get("seed")) in wanted}
+    found = {}
+    for row in record.get("rows", []):
+        key = (row.get("variant"), row.get("seed"))
+        if not row.get("finished") or key not in wanted:
+            continue
+        state = (pathlib.Path(args.checkpoint_dir or "")
+                 / f"{key[0]}_seed{key[1]}" / "state.json")
+        if args.checkpoint_dir and state.is_file():
+            saved = json.loads(state.read_text())
+            if not saved["finished"] or saved.get(
+                    "weights_sha256") != row.get("weights_sha256"):
+                continue
+        found[key] = row
     for variant, seed in found:
         print(f"{variant} seed {seed}: finished earlier (its row in "
               f"{path})", flush=True)

@@ -254,3 +254,15 @@ def test_a_run_in_pieces_is_the_uninterrupted_run(tmp_path):
                              *pieces, "--resume", timeout=600)
     assert again["rows"] == cut["rows"]
     assert not (tmp_path / "models" / "relative_seed0.keras").exists()
+    # Its checkpoint gone too, `--resume` gives its row from the file
+    # (saved with the same run settings) and trains nothing.
+    import shutil
+
+    shutil.rmtree(tmp_path / "checkpoints")
+    stdout, again = run_benchmark("music_transformer_jsb.py",
+                                  tmp_path / "cut", *pieces, "--resume",
+                                  timeout=600)
+    assert "relative seed 0: finished earlier (its row in" in stdout
+    assert again["rows"] == cut["rows"] and again["complete"] is True
+    assert again["run_settings"] == cut["run_settings"]
+    assert not (tmp_path / "checkpoints").exists()

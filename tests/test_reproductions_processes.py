@@ -219,6 +219,20 @@ def test_resume_gives_finished_rows_of_the_same_settings_only(tmp_path):
                                 "run_settings": {"epochs": 3}}))
     assert common.finished_earlier(_resume_args("ckpt"), path) == {
         ("a", 0): rows[0]}
+    # A checkpoint newer than the file wins: a run begun again (not
+    # finished), or finished with other weights; the same one does not.
+    args = _resume_args(str(tmp_path / "ckpt"))
+    state = tmp_path / "ckpt" / "a_seed0" / "state.json"
+    state.parent.mkdir(parents=True)
+    for saved, given in (({"finished": False}, {}),
+                         ({"finished": True, "weights_sha256": "x"}, {}),
+                         ({"finished": True}, {("a", 0): rows[0]})):
+        state.write_text(json.dumps(saved))
+        assert common.finished_earlier(args, path) == given
+    # Nor with --append: the file holds other commands' rows too.
+    args = _resume_args("ckpt")
+    args.append = True
+    assert common.finished_earlier(args, path) == {}
     # Not without --resume, nor from a file of other settings (or of
     # none: written before files named them), nor from no file.
     assert common.finished_earlier(_resume_args("ckpt", False), path) == {}

@@ -584,7 +584,7 @@ def main(argv=None):
     budget = (f"{args.steps} steps" if args.steps else "") + (
         f"{' or ' if args.steps else ''}{args.budget_minutes:g} min"
         if args.budget_minutes else "")
-    rows, models, saved = [], {}, {}
+    models, saved = {}, {}
     earlier, commands = harness.earlier_results(
         args.results_name or "music_transformer_jsb", args.results_dir,
         args.append)
@@ -594,42 +594,52 @@ def main(argv=None):
     name = args.results_name or "music_transformer_jsb"
     jobs = [(variant, seed) for variant in args.variant_list
             for seed in args.seed_list]
-    # While the runs go on, the file says so and names each one's
-    # checkpoint (what a stopped command's `--resume` continues).
-    if args.parallel > 1 and len(jobs) > 1:
-        def progress(found):  # the runs finished so far, as each finishes
-            harness.write_results(
-                name, earlier + found, directory=args.results_dir,
-                summary=summary(earlier + found), repeat_rule=rule,
-                paper=[list(line) for line in PAPER_TABLE],
-                settings=settings, commands=commands + [
-                    harness.command_line()], complete=False,
-                in_progress=common.runs_in_progress(args, found, jobs))
+    # With --resume, a run the file already holds finished gives its row
+    # again as it is (its checkpoint may be gone); the others train.
+    given = common.finished_earlier(
+        args, pathlib.Path(args.results_dir or harness.RESULTS_DIR)
+        / f"{name}.json")
+    todo = [job for job in jobs if job not in given]
 
-        progress([])
-        rows = run_parallel(args, common.with_deadline(
-            sys.argv[1:] if argv is None else list(argv), args), jobs,
-            on_rows=progress)
-        saved = {f"{row['variant']}_seed{row['seed']}": str(path)
-                 for row in rows for path in [pathlib.Path(args.save_dir) /
-                                              f"{row['variant']}_seed"
-                                              f"{row['seed']}.keras"]
-                 if row["finished"] and path.is_file()}
-    for variant, seed in processes.before_deadline([] if rows else jobs,
-                                                 args.deadline):
-        print(f"{variant}, seed {seed}: training for {budget}", flush=True)
-        model, row = train_run(variant, seed, args, data)
-        if row["finished"] and model is not None:
-            saved[f"{variant}_seed{seed}"] = save_run(model, row, args)
-        rows.append(row)
-        models[(variant, seed)] = model
+    def in_order(trained):
+        found = {(row["variant"], row["seed"]): row for row in trained}
+        return [given.get(job) or found[job] for job in jobs
+                if job in given or job in found]
+
+    def write(rows, **extra):
+        # While the runs go on, the file says so and names each one's
+        # checkpoint (what a stopped command's `--resume` continues).
         harness.write_results(
             name, earlier + rows, directory=args.results_dir,
             summary=summary(earlier + rows), repeat_rule=rule,
             paper=[list(line) for line in PAPER_TABLE], settings=settings,
-            saved=saved, commands=commands + [harness.command_line()],
-            complete=len(rows) == len(jobs),
-            in_progress=common.runs_in_progress(args, rows, jobs))
+            commands=commands + [harness.command_line()],
+            complete=sum(row["finished"] for row in rows) == len(jobs),
+            in_progress=common.runs_in_progress(args, rows, jobs),
+            run_settings=args.run_settings, **extra)
+
+    trained = []
+    if args.parallel > 1 and len(todo) > 1:
+        write(in_order([]))  # the runs of this piece, before they begin
+        trained = run_parallel(args, common.with_deadline(
+            sys.argv[1:] if argv is None else list(argv), args), todo,
+            on_rows=lambda found: write(in_order(found)))
+    else:
+        for variant, seed in processes.before_deadline(todo, args.deadline):
+            print(f"{variant}, seed {seed}: training for {budget}",
+                  flush=True)
+            model, row = train_run(variant, seed, args, data)
+            if row["finished"] and model is not None:
+                saved[f"{variant}_seed{seed}"] = save_run(model, row, args)
+            trained.append(row)
+            models[(variant, seed)] = model
+            write(in_order(trained), saved=saved)
+    rows = in_order(trained)
+    for row in rows:  # trained apart, or given again: the models saved
+        key = f"{row['variant']}_seed{row['seed']}"
+        path = pathlib.Path(args.save_dir) / f"{key}.keras"
+        if key not in saved and row["finished"] and path.is_file():
+            saved[key] = str(path)
     print_table(rows, rule, args)
     finished = [row for row in rows if row["finished"]]
     samples = None
@@ -651,7 +661,8 @@ def main(argv=None):
         saved=saved, samples=samples,
         commands=commands + [harness.command_line()],
         complete=len(finished) == len(jobs),
-        in_progress=common.runs_in_progress(args, rows, jobs))
+        in_progress=common.runs_in_progress(args, rows, jobs),
+        run_settings=args.run_settings)
     return rows
 
 
