@@ -147,8 +147,7 @@ def finish_resume(p, args, settings):
         for seed in args.seed_list:
             if args.checkpoint_dir is None:
                 continue
-            checkpoint = (pathlib.Path(args.checkpoint_dir)
-                          / f"{variant}_seed{seed}")
+            checkpoint = run_folder(args, variant, seed)
             state = checkpoint / "state.json"
             if state.is_file() and not args.resume:
                 p.error(f"--checkpoint-dir: {checkpoint} holds a run "
@@ -162,13 +161,21 @@ def finish_resume(p, args, settings):
     return args
 
 
+def run_folder(args, variant, seed):
+    """A run's checkpoint folder under `--checkpoint-dir` (None without
+    one): `CHECKPOINT_DIR/VARIANT_seedN`."""
+    if args.checkpoint_dir is None:
+        return None
+    return pathlib.Path(args.checkpoint_dir) / f"{variant}_seed{seed}"
+
+
 def checkpoint_for(args, variant, seed):
     """The run's checkpoint folder (its settings written into a new one;
     where the run is found, where it stands is printed), or None without
     --checkpoint-dir."""
     if args.checkpoint_dir is None:
         return None
-    folder = pathlib.Path(args.checkpoint_dir) / f"{variant}_seed{seed}"
+    folder = run_folder(args, variant, seed)
     if (folder / "state.json").is_file():
         saved = json.loads((folder / "state.json").read_text())
         print(f"{variant} seed {seed}: " + (
@@ -192,9 +199,9 @@ def runs_in_progress(args, rows, jobs):
         return []
     done = {(row["variant"], row["seed"]) for row in rows
             if row.get("finished", True)}
-    return [{"variant": variant, "seed": seed, "checkpoint": str(
-        pathlib.Path(args.checkpoint_dir) / f"{variant}_seed{seed}")}
-        for variant, seed in jobs if (variant, seed) not in done]
+    return [{"variant": variant, "seed": seed,
+             "checkpoint": str(run_folder(args, variant, seed))}
+            for variant, seed in jobs if (variant, seed) not in done]
 
 
 def finished_earlier(args, path):
@@ -222,9 +229,9 @@ def finished_earlier(args, path):
         key = (row.get("variant"), row.get("seed"))
         if not row.get("finished") or key not in wanted:
             continue
-        state = (pathlib.Path(args.checkpoint_dir or "")
-                 / f"{key[0]}_seed{key[1]}" / "state.json")
-        if args.checkpoint_dir and state.is_file():
+        folder = run_folder(args, *key)
+        state = None if folder is None else folder / "state.json"
+        if state is not None and state.is_file():
             saved = json.loads(state.read_text())
             if not saved["finished"] or saved.get(
                     "weights_sha256") != row.get("weights_sha256"):
@@ -234,6 +241,15 @@ def finished_earlier(args, path):
         print(f"{variant} seed {seed}: finished earlier (its row in "
               f"{path})", flush=True)
     return found
+
+
+def in_job_order(jobs, given, trained):
+    """The rows of `jobs` (`(variant, seed)`) in their order: each given
+    again (`given`, from `finished_earlier`) or trained now (`trained`,
+    rows); a job with neither (not begun) has none."""
+    found = {(row["variant"], row["seed"]): row for row in trained}
+    return [given.get(job) or found[job] for job in jobs
+            if job in given or job in found]
 
 
 def saved_counts(checkpoint):

@@ -26,8 +26,8 @@ def variant_seed_runs(script, given, args, flags, train, also_strip=(),
     (`run_pinned`), given the command line `given` less its variants,
     seeds, results and `also_strip` options (`flags`: those without a
     value); else one after another, `train(variant, seed)`. Returns their
-    rows. With a shared
-    `args.deadline` (a `time.time()`), no run is begun after it.
+    rows. With a shared `args.deadline` (a `time.time()`), no run is
+    begun after it.
     `on_rows(rows)`, if given, gets the rows of the runs finished so far,
     in that order, as each finishes (e.g. to write the results file)."""
     jobs = [(variant, seed) for variant in args.variant_list

@@ -602,9 +602,7 @@ def main(argv=None):
     todo = [job for job in jobs if job not in given]
 
     def in_order(trained):
-        found = {(row["variant"], row["seed"]): row for row in trained}
-        return [given.get(job) or found[job] for job in jobs
-                if job in given or job in found]
+        return common.in_job_order(jobs, given, trained)
 
     def write(rows, **extra):
         # While the runs go on, the file says so and names each one's
@@ -654,15 +652,7 @@ def main(argv=None):
             model = keras.saving.load_model(
                 saved[f"{best['variant']}_seed{best['seed']}"])
         samples = write_samples(model, best, args, data)
-    harness.write_results(
-        name, earlier + rows, directory=args.results_dir,
-        summary=summary(earlier + rows), repeat_rule=rule,
-        paper=[list(line) for line in PAPER_TABLE], settings=settings,
-        saved=saved, samples=samples,
-        commands=commands + [harness.command_line()],
-        complete=len(finished) == len(jobs),
-        in_progress=common.runs_in_progress(args, rows, jobs),
-        run_settings=args.run_settings)
+    write(rows, saved=saved, samples=samples)
     return rows
 
 

@@ -639,9 +639,7 @@ def main(argv=None):
         / f"{name}.json")
 
     def in_order(trained):
-        found = {(row["variant"], row["seed"]): row for row in trained}
-        return [given.get(job) or found[job] for job in jobs
-                if job in given or job in found]
+        return common.in_job_order(jobs, given, trained)
 
     def write(rows):
         # While runs go on (a piece ended by --minutes, runs not begun,
